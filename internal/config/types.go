@@ -1,0 +1,172 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Load balancer SKUs accepted in loadBalancerSku (compared case-insensitively).
+const (
+	LoadBalancerSKUBasic    = "basic"
+	LoadBalancerSKUStandard = "standard"
+	// LoadBalancerSKUService is the StandardV2 SKU used with pod-based
+	// (ServiceGateway) backend pools.
+	LoadBalancerSKUService = "service"
+)
+
+// Backend pool configuration types accepted in loadBalancerBackendPoolConfigurationType.
+const (
+	BackendPoolNodeIPConfiguration = "nodeIPConfiguration"
+	BackendPoolNodeIP              = "nodeIP"
+	BackendPoolPodIP               = "podIP"
+)
+
+// Cluster-service health probe modes accepted in clusterServiceLoadBalancerHealthProbeMode.
+const (
+	HealthProbeModeServiceNodePort = "servicenodeport"
+	HealthProbeModeShared          = "shared"
+)
+
+// Defaults applied by Load.
+const (
+	DefaultCloud                                   = "AzurePublicCloud"
+	DefaultClusterName                             = "kubernetes"
+	DefaultLoadBalancerSKU                         = LoadBalancerSKUStandard
+	DefaultBackendPoolConfigurationType            = BackendPoolNodeIP
+	DefaultLoadBalancerBackendPoolUpdateInterval   = 30
+	DefaultLoadBalancerBackendPoolUpdateMaxRetries = 3
+	DefaultLoadBalancerCacheTTLInSeconds           = 120
+	DefaultMaximumLoadBalancerRuleCount            = 250
+	DefaultClusterServiceSharedProbePort           = 10256
+	DefaultClusterServiceSharedProbePath           = "/healthz"
+	DefaultCloudProviderBackoffRetries             = 3
+	DefaultCloudProviderBackoffExponent            = 1.5
+	DefaultCloudProviderBackoffDuration            = 5
+	DefaultCloudProviderBackoffJitter              = 1.0
+	DefaultRateLimitQPS                            = 1.0
+	DefaultRateLimitBucket                         = 5
+)
+
+// Secret holds a credential. It never prints its value: String, GoString,
+// every fmt verb and MarshalJSON all yield a redaction marker. Use Reveal to
+// read it where the credential is actually needed.
+type Secret string
+
+// RateLimitConfig is one token-bucket rate limit stanza. The top-level
+// cloudProviderRateLimit* fields form the default stanza; per-client stanzas
+// such as loadBalancerRateLimit override it for one client.
+type RateLimitConfig struct {
+	// CloudProviderRateLimit enables the limiter. The legacy spelling
+	// cloudProviderRatelimit is accepted too.
+	CloudProviderRateLimit            bool    `json:"cloudProviderRateLimit,omitempty"`
+	CloudProviderRateLimitQPS         float32 `json:"cloudProviderRateLimitQPS,omitempty"`
+	CloudProviderRateLimitBucket      int     `json:"cloudProviderRateLimitBucket,omitempty"`
+	CloudProviderRateLimitQPSWrite    float32 `json:"cloudProviderRateLimitQPSWrite,omitempty"`
+	CloudProviderRateLimitBucketWrite int     `json:"cloudProviderRateLimitBucketWrite,omitempty"`
+}
+
+// BackoffConfig is the SDK retry policy override (cloudProviderBackoff*).
+// Retries overrides the SDK's MaxRetries only when CloudProviderBackoff is
+// true and CloudProviderBackoffRetries > 0.
+type BackoffConfig struct {
+	CloudProviderBackoff         bool    `json:"cloudProviderBackoff,omitempty"`
+	CloudProviderBackoffRetries  int     `json:"cloudProviderBackoffRetries,omitempty"`
+	CloudProviderBackoffExponent float64 `json:"cloudProviderBackoffExponent,omitempty"`
+	// CloudProviderBackoffDuration is the base retry delay in seconds.
+	CloudProviderBackoffDuration int     `json:"cloudProviderBackoffDuration,omitempty"`
+	CloudProviderBackoffJitter   float64 `json:"cloudProviderBackoffJitter,omitempty"`
+}
+
+// AuthConfig holds the credentials azlb uses to reach ARM.
+type AuthConfig struct {
+	Cloud    string `json:"cloud,omitempty"`
+	TenantID string `json:"tenantId,omitempty"`
+	// ResourceManagerEndpoint overrides the ARM endpoint of the cloud
+	// (custom cloud); this is how the emulator is reached.
+	ResourceManagerEndpoint string `json:"resourceManagerEndpoint,omitempty"`
+	// ActiveDirectoryAuthorityHost overrides the AAD authority host.
+	ActiveDirectoryAuthorityHost string `json:"activeDirectoryAuthorityHost,omitempty"`
+	// CACertFile is a PEM bundle trusted in addition to the system roots,
+	// for ARM and AAD endpoints with a private CA (the emulator).
+	CACertFile string `json:"caCertFile,omitempty"`
+
+	AADClientID                           string `json:"aadClientId,omitempty"`
+	AADClientSecret                       Secret `json:"aadClientSecret,omitempty"`
+	UseManagedIdentityExtension           bool   `json:"useManagedIdentityExtension,omitempty"`
+	UserAssignedIdentityID                string `json:"userAssignedIdentityID,omitempty"`
+	UseFederatedWorkloadIdentityExtension bool   `json:"useFederatedWorkloadIdentityExtension,omitempty"`
+	AADFederatedTokenFile                 string `json:"aadFederatedTokenFile,omitempty"`
+}
+
+// MultipleStandardLoadBalancerConfiguration places Services and nodes on one
+// of several Standard load balancers.
+type MultipleStandardLoadBalancerConfiguration struct {
+	// Name is the load balancer name; the internal one is <Name>-internal.
+	Name string `json:"name"`
+	// AllowServicePlacement: nil means true. False drains the LB of new
+	// Services without moving existing ones.
+	AllowServicePlacement    *bool                 `json:"allowServicePlacement,omitempty"`
+	PrimaryVMSet             string                `json:"primaryVMSet,omitempty"`
+	ServiceLabelSelector     *metav1.LabelSelector `json:"serviceLabelSelector,omitempty"`
+	ServiceNamespaceSelector *metav1.LabelSelector `json:"serviceNamespaceSelector,omitempty"`
+	NodeSelector             *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+}
+
+// Config is the parsed azure.json. Field names follow the upstream Azure
+// cloud provider so existing files load unchanged.
+type Config struct {
+	AuthConfig
+	RateLimitConfig
+	BackoffConfig
+
+	SubscriptionID    string `json:"subscriptionId,omitempty"`
+	ResourceGroup     string `json:"resourceGroup,omitempty"`
+	Location          string `json:"location,omitempty"`
+	VnetName          string `json:"vnetName,omitempty"`
+	VnetResourceGroup string `json:"vnetResourceGroup,omitempty"`
+	SubnetName        string `json:"subnetName,omitempty"`
+	SecurityGroupName string `json:"securityGroupName,omitempty"`
+
+	// ClusterName names the default load balancer and the cluster backend
+	// pool. The --cluster-name flag of the controller manager overrides it.
+	ClusterName string `json:"clusterName,omitempty"`
+
+	LoadBalancerSKU           string `json:"loadBalancerSku,omitempty"`
+	LoadBalancerName          string `json:"loadBalancerName,omitempty"`
+	LoadBalancerResourceGroup string `json:"loadBalancerResourceGroup,omitempty"`
+
+	LoadBalancerBackendPoolConfigurationType       string `json:"loadBalancerBackendPoolConfigurationType,omitempty"`
+	LoadBalancerBackendPoolUpdateIntervalInSeconds int    `json:"loadBalancerBackendPoolUpdateIntervalInSeconds,omitempty"`
+	// LoadBalancerBackendPoolUpdateMaxRetries: nil -> 3, negative -> 0,
+	// explicit 0 disables updater-level retry (and survives a round trip).
+	LoadBalancerBackendPoolUpdateMaxRetries *int `json:"loadBalancerBackendPoolUpdateMaxRetries,omitempty"`
+
+	MultipleStandardLoadBalancerConfigurations []MultipleStandardLoadBalancerConfiguration `json:"multipleStandardLoadBalancerConfigurations,omitempty"`
+
+	ExcludeMasterFromStandardLB  *bool `json:"excludeMasterFromStandardLB,omitempty"`
+	DisableOutboundSNAT          *bool `json:"disableOutboundSNAT,omitempty"`
+	MaximumLoadBalancerRuleCount int   `json:"maximumLoadBalancerRuleCount,omitempty"`
+
+	ClusterServiceLoadBalancerHealthProbeMode       string `json:"clusterServiceLoadBalancerHealthProbeMode,omitempty"`
+	ClusterServiceSharedLoadBalancerHealthProbePort int32  `json:"clusterServiceSharedLoadBalancerHealthProbePort,omitempty"`
+	ClusterServiceSharedLoadBalancerHealthProbePath string `json:"clusterServiceSharedLoadBalancerHealthProbePath,omitempty"`
+
+	LoadBalancerCacheTTLInSeconds int `json:"loadBalancerCacheTTLInSeconds,omitempty"`
+
+	// Per-client rate limit overrides. A nil stanza inherits the top-level
+	// cloudProviderRateLimit* settings.
+	LoadBalancerRateLimit    *RateLimitConfig `json:"loadBalancerRateLimit,omitempty"`
+	PublicIPAddressRateLimit *RateLimitConfig `json:"publicIPAddressRateLimit,omitempty"`
+	ServiceGatewayRateLimit  *RateLimitConfig `json:"serviceGatewayRateLimit,omitempty"`
+
+	// EnableLoadBalancerAdminState toggles the admin-state controller
+	// (taint-driven AdminState=Down). nil means enabled.
+	EnableLoadBalancerAdminState *bool `json:"enableLoadBalancerAdminState,omitempty"`
+
+	// ServiceGatewayEnabled turns on pod-based backend pools through the
+	// ServiceGateway API. Required for podIP pools; incompatible with
+	// multiple Standard load balancers.
+	ServiceGatewayEnabled bool `json:"serviceGatewayEnabled,omitempty"`
+
+	// unknownFields holds the keys Load ignored; see UnknownFields.
+	unknownFields []string
+}

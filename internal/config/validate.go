@@ -1,0 +1,239 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FieldError is one configuration problem: the JSON path of the field
+// (e.g. "multipleStandardLoadBalancerConfigurations[1].name") and the rule
+// it breaks. Its text never holds the value of a secret.
+type FieldError struct {
+	Field string
+	Rule  string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Rule }
+
+// internalLBSuffix is appended to a public load balancer's name to name its
+// internal counterpart.
+const internalLBSuffix = "-internal"
+
+type validator struct{ errs []error }
+
+func (v *validator) add(field, rule string) {
+	v.errs = append(v.errs, &FieldError{Field: field, Rule: rule})
+}
+
+func (v *validator) required(field, value, why string) {
+	if strings.TrimSpace(value) == "" {
+		v.add(field, why)
+	}
+}
+
+func oneOf(known []string) string {
+	return "must be one of " + strings.Join(known, ", ")
+}
+
+// Validate checks the configuration and reports every problem found, joined
+// with errors.Join; each is a *FieldError. It judges the configuration as
+// SetDefaults would leave it (so unset fields with defaults are fine) without
+// modifying c. It reads caCertFile, if set, from the file system.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("configuration is nil")
+	}
+	d := *c
+	d.SetDefaults()
+
+	var v validator
+	v.required("subscriptionId", d.SubscriptionID, "required")
+	v.required("resourceGroup", d.ResourceGroup, "required")
+	v.required("location", d.Location, "required")
+
+	if !contains(knownClouds, d.Cloud) && d.ResourceManagerEndpoint == "" {
+		v.add("cloud", fmt.Sprintf("unknown cloud %q: %s, or set resourceManagerEndpoint for a custom cloud",
+			d.Cloud, oneOf(knownClouds)))
+	}
+	v.auth(&d)
+	v.endpoint("resourceManagerEndpoint", d.ResourceManagerEndpoint)
+	v.endpoint("activeDirectoryAuthorityHost", d.ActiveDirectoryAuthorityHost)
+	v.caCertFile(d.CACertFile)
+
+	v.loadBalancer(&d)
+	v.multipleSLBs(&d)
+
+	// Range rules on numbers. Defaults only replace zeros, so a value that
+	// fails here is the user's.
+	if d.LoadBalancerBackendPoolUpdateIntervalInSeconds <= 0 {
+		v.add("loadBalancerBackendPoolUpdateIntervalInSeconds", "must be greater than 0")
+	}
+	if d.LoadBalancerCacheTTLInSeconds < 0 {
+		v.add("loadBalancerCacheTTLInSeconds", "must not be negative")
+	}
+	if d.MaximumLoadBalancerRuleCount <= 0 {
+		v.add("maximumLoadBalancerRuleCount", "must be greater than 0")
+	}
+	if !contains(knownHealthProbes, d.ClusterServiceLoadBalancerHealthProbeMode) {
+		v.add("clusterServiceLoadBalancerHealthProbeMode", oneOf(knownHealthProbes))
+	}
+	if p := d.ClusterServiceSharedLoadBalancerHealthProbePort; p < 1 || p > 65535 {
+		v.add("clusterServiceSharedLoadBalancerHealthProbePort", "must be between 1 and 65535")
+	}
+	if !strings.HasPrefix(d.ClusterServiceSharedLoadBalancerHealthProbePath, "/") {
+		v.add("clusterServiceSharedLoadBalancerHealthProbePath", `must start with "/"`)
+	}
+	v.backoff(d.BackoffConfig)
+	// Rate limits are checked as written, before inheritance copies a bad
+	// value into other fields and reports it again there.
+	v.rateLimit("", c.RateLimitConfig)
+	v.rateLimitPtr("loadBalancerRateLimit", c.LoadBalancerRateLimit)
+	v.rateLimitPtr("publicIPAddressRateLimit", c.PublicIPAddressRateLimit)
+	v.rateLimitPtr("serviceGatewayRateLimit", c.ServiceGatewayRateLimit)
+
+	return errors.Join(v.errs...)
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) loadBalancer(d *Config) {
+	if !contains(knownSKUs, d.LoadBalancerSKU) {
+		v.add("loadBalancerSku", fmt.Sprintf("%s; got %q", oneOf(knownSKUs), d.LoadBalancerSKU))
+	}
+	if !contains(knownPoolTypes, d.LoadBalancerBackendPoolConfigurationType) {
+		v.add("loadBalancerBackendPoolConfigurationType", fmt.Sprintf("%s; got %q", oneOf(knownPoolTypes), d.LoadBalancerBackendPoolConfigurationType))
+	}
+	if d.LoadBalancerBackendPoolConfigurationType == BackendPoolPodIP && !d.ServiceGatewayEnabled {
+		v.add("loadBalancerBackendPoolConfigurationType", "podIP requires serviceGatewayEnabled: true")
+	}
+}
+
+func (v *validator) multipleSLBs(d *Config) {
+	if !d.UseMultipleStandardLoadBalancers() {
+		return
+	}
+	const list = "multipleStandardLoadBalancerConfigurations"
+	if d.ServiceGatewayEnabled {
+		v.add("serviceGatewayEnabled", "cannot be combined with "+list)
+	}
+	if d.LoadBalancerSKU != LoadBalancerSKUStandard {
+		v.add("loadBalancerSku", fmt.Sprintf("must be standard when %s is set; got %q", list, d.LoadBalancerSKU))
+	}
+	if pt := d.LoadBalancerBackendPoolConfigurationType; pt != BackendPoolNodeIP {
+		v.add("loadBalancerBackendPoolConfigurationType", fmt.Sprintf("must be nodeIP when %s is set; got %q", list, pt))
+	}
+
+	// Azure resource names are case-insensitive, so names and VM sets are
+	// compared ignoring case.
+	names := map[string]bool{}
+	vmSets := map[string]bool{}
+	defaultName := d.DefaultLoadBalancerName()
+	haveDefault := false
+	for i, m := range d.MultipleStandardLoadBalancerConfigurations {
+		at := fmt.Sprintf("%s[%d]", list, i)
+		switch key := strings.ToLower(m.Name); {
+		case strings.TrimSpace(m.Name) == "":
+			v.add(at+".name", "required")
+		case names[key]:
+			v.add(at+".name", fmt.Sprintf("duplicate %q", m.Name))
+		case strings.HasSuffix(key, internalLBSuffix):
+			v.add(at+".name", fmt.Sprintf("%q must not end in %q: that suffix names the internal load balancer, which is created automatically", m.Name, internalLBSuffix))
+		default:
+			names[key] = true
+		}
+		if strings.EqualFold(m.Name, defaultName) {
+			haveDefault = true
+		}
+		if m.PrimaryVMSet != "" {
+			key := strings.ToLower(m.PrimaryVMSet)
+			if vmSets[key] {
+				v.add(at+".primaryVMSet", fmt.Sprintf("duplicate %q", m.PrimaryVMSet))
+			}
+			vmSets[key] = true
+		}
+		v.selector(at+".serviceLabelSelector", m.ServiceLabelSelector)
+		v.selector(at+".serviceNamespaceSelector", m.ServiceNamespaceSelector)
+		v.selector(at+".nodeSelector", m.NodeSelector)
+	}
+	if !haveDefault {
+		v.add(list, fmt.Sprintf("no configuration named after the cluster (%q, from loadBalancerName or clusterName)", defaultName))
+	}
+}
+
+// selector checks that a label selector converts with
+// metav1.LabelSelectorAsSelector. Each label and expression is converted on
+// its own, labels in key order, so that every bad item is reported, at its
+// own path, in a stable order.
+func (v *validator) selector(path string, s *metav1.LabelSelector) {
+	if s == nil {
+		return
+	}
+	keys := make([]string, 0, len(s.MatchLabels))
+	for k := range s.MatchLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		one := &metav1.LabelSelector{MatchLabels: map[string]string{k: s.MatchLabels[k]}}
+		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
+			v.add(fmt.Sprintf("%s.matchLabels[%q]", path, k), err.Error())
+		}
+	}
+	for i, e := range s.MatchExpressions {
+		one := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{e}}
+		if _, err := metav1.LabelSelectorAsSelector(one); err != nil {
+			v.add(fmt.Sprintf("%s.matchExpressions[%d]", path, i), err.Error())
+		}
+	}
+}
+
+func (v *validator) backoff(b BackoffConfig) {
+	if b.CloudProviderBackoffRetries < 0 {
+		v.add("cloudProviderBackoffRetries", "must not be negative")
+	}
+	if b.CloudProviderBackoffDuration < 0 {
+		v.add("cloudProviderBackoffDuration", "must not be negative")
+	}
+	if x := b.CloudProviderBackoffExponent; x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		v.add("cloudProviderBackoffExponent", "must be a finite number, not negative")
+	}
+	if x := b.CloudProviderBackoffJitter; x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		v.add("cloudProviderBackoffJitter", "must be a finite number, not negative")
+	}
+}
+
+func (v *validator) rateLimitPtr(stanza string, r *RateLimitConfig) {
+	if r != nil {
+		v.rateLimit(stanza, *r)
+	}
+}
+
+func (v *validator) rateLimit(stanza string, r RateLimitConfig) {
+	qps := func(name string, x float32) {
+		f := float64(x)
+		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			v.add(joinPath(stanza, name), "must be a finite number, not negative")
+		}
+	}
+	bucket := func(name string, n int) {
+		if n < 0 {
+			v.add(joinPath(stanza, name), "must not be negative")
+		}
+	}
+	qps("cloudProviderRateLimitQPS", r.CloudProviderRateLimitQPS)
+	bucket("cloudProviderRateLimitBucket", r.CloudProviderRateLimitBucket)
+	qps("cloudProviderRateLimitQPSWrite", r.CloudProviderRateLimitQPSWrite)
+	bucket("cloudProviderRateLimitBucketWrite", r.CloudProviderRateLimitBucketWrite)
+}
