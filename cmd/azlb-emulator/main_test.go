@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/azlb/azlb/internal/emulator"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func recordings(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "fidelity", "arm-recordings")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("ARM recordings not found at %s: %v", dir, err)
+	}
+	return dir
+}
+
+func TestServeWritesCAAndShutsDown(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--ca-file", ca, "--latency", "1ms"}, &out, &errOut)
+	}()
+
+	re := regexp.MustCompile(`on (https://127\.0\.0\.1:\d+) \(CA certificate: ([^;]+);`)
+	deadline := time.Now().Add(10 * time.Second)
+	var m []string
+	for m == nil {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no startup line; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		m = re.FindStringSubmatch(out.String())
+		if m == nil {
+			<-time.After(5 * time.Millisecond)
+		}
+	}
+	if m[2] != ca {
+		t.Fatalf("CA path %q, want %q", m[2], ca)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("CA file holds no certificate")
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	resp, err := (&http.Client{Transport: tr}).Get(m[1] + "/_emulator/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+	if resp.StatusCode != 200 {
+		t.Fatalf("healthz %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not return after cancel")
+	}
+}
+
+func TestServeRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--write-budget", "0"}, {"--bogus"}, {"extra"}, {"--public-ipv4-cidr", "x", "--listen", "127.0.0.1:0"}} {
+		var out, errOut syncBuffer
+		if code := serve(context.Background(), args, &out, &errOut); code == 0 {
+			t.Errorf("%v: exit 0", args)
+		}
+	}
+}
+
+func TestReplayInProcess(t *testing.T) {
+	dir := recordings(t)
+	var out, errOut syncBuffer
+	code := run([]string{"replay", filepath.Join(dir, "loadbalancerclient.yaml"), filepath.Join(dir, "backendaddresspoolclient.yaml")}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "PASS loadbalancerclient.yaml #0 PUT") || !strings.Contains(out.String(), ", 0 failed") {
+		t.Fatalf("output %s", out.String())
+	}
+}
+
+func TestReplayAgainstRunningEmulator(t *testing.T) {
+	dir := recordings(t)
+	srv, err := emulator.Start(emulator.Options{}, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, srv.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncBuffer
+	code := run([]string{"replay", "--emulator", srv.URL(), "--ca-file", ca, "--reset", "-v=false", filepath.Join(dir, "subnetclient.yaml")}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "PASS ") || !strings.Contains(out.String(), "0 failed") {
+		t.Fatalf("-v=false output %s", out.String())
+	}
+	// A cassette the emulator does not serve fails with a non-zero exit.
+	out, errOut = syncBuffer{}, syncBuffer{}
+	if code := run([]string{"replay", "--emulator", srv.URL(), "--ca-file", ca, filepath.Join(dir, "virtualmachinescalesetclient.yaml")}, &out, &errOut); code != 1 {
+		t.Fatalf("unserved cassette: exit %d", code)
+	}
+	if !strings.Contains(out.String(), "FAIL virtualmachinescalesetclient.yaml") {
+		t.Fatalf("output %s", out.String())
+	}
+}
+
+func TestReplayUsage(t *testing.T) {
+	var out, errOut syncBuffer
+	if code := run([]string{"replay"}, &out, &errOut); code != 2 {
+		t.Fatalf("no cassette: exit %d", code)
+	}
+	if code := run([]string{"replay", "/does/not/exist.yaml"}, &out, &errOut); code != 1 {
+		t.Fatalf("missing cassette: exit %d", code)
+	}
+	cassette := filepath.Join(recordings(t), "resourcegroupclient.yaml")
+	if code := run([]string{"replay", "--emulator", "https://127.0.0.1:1", "--ca-file", "/does/not/exist.pem", cassette}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "ca-file") {
+		t.Fatalf("missing CA: exit %d: %s", code, errOut.String())
+	}
+}

@@ -1,0 +1,218 @@
+package emulator
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// reqCtx carries per-request values through the ARM handlers.
+type reqCtx struct {
+	w          http.ResponseWriter
+	r          *http.Request
+	base       string // scheme://host of this emulator as the client sees it
+	rt         route
+	apiVersion string
+	lroResult  string // from a fault: the started operation ends this way
+	writesLeft int    // write tokens left after this request (-1 for reads)
+}
+
+const maxBodyBytes = 4 << 20 // ARM's request size limit
+
+// serveARM authenticates and dispatches an ARM request.
+func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro string) {
+	if ae := e.authenticate(r, base); ae != nil {
+		writeARMError(w, ae)
+		return
+	}
+	rt, ae := parseARMPath(r.URL.Path)
+	if ae != nil {
+		writeARMError(w, ae)
+		return
+	}
+	c := &reqCtx{w: w, r: r, base: base, rt: rt, lroResult: lro, writesLeft: -1}
+	v, ok := apiVersion(r.URL.RawQuery)
+	if !ok {
+		writeARMError(w, errMissingAPIVersion())
+		return
+	}
+	c.apiVersion = v
+
+	switch rt.kind {
+	case routeSubscription:
+		e.serveSubscription(c)
+		return
+	case routeGroupList, routeGroup, routeGroupOpResult:
+		if !slices.Contains(resourcesAPIVersions, v) {
+			writeARMError(w, gatewayError(http.StatusBadRequest, "InvalidApiVersionParameter",
+				"The api-version '%s' is invalid. The supported versions are '%s'.", v, strings.Join(resourcesAPIVersions, ",")))
+			return
+		}
+	default:
+		if !strings.EqualFold(rt.ns, "Microsoft.Network") {
+			writeARMError(w, gatewayError(http.StatusConflict, "MissingSubscriptionRegistration",
+				"The subscription is not registered to use namespace '%s'. The emulator serves Microsoft.Network and Microsoft.Resources only.", rt.ns))
+			return
+		}
+		if v != NetworkAPIVersion {
+			t := rt.typ
+			if t == "" {
+				t = "locations/operations"
+			}
+			writeARMError(w, gatewayError(http.StatusBadRequest, "NoRegisteredProviderFound",
+				"No registered resource provider found for location '%s' and API version '%s' for type '%s'. The supported api-versions are '%s'.",
+				firstNonEmpty(rt.location, "global"), v, t, NetworkAPIVersion))
+			return
+		}
+	}
+
+	if isWriteMethod(r.Method) && (rt.kind == routeGroup || rt.kind == routeResource || rt.kind == routeChild) {
+		ok, left, retry := e.budgets.take(strings.ToLower(rt.sub), e.opts.WriteBudget, e.opts.WriteBudgetWindow, e.clock.Now())
+		if !ok {
+			ae := gatewayError(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",
+				"Number of 'write' requests for subscription '%s' actor '%s' exceeded. Please try again after '%d' seconds after additional tokens are available. Refer to https://aka.ms/arm-throttling for additional information.",
+				rt.sub, e.principalID, retry)
+			ae.header = map[string]string{
+				"Retry-After": strconv.Itoa(retry),
+				"X-Ms-Ratelimit-Remaining-Subscription-Writes":        "0",
+				"X-Ms-Ratelimit-Remaining-Subscription-Global-Writes": "0",
+			}
+			writeARMError(w, ae)
+			return
+		}
+		c.writesLeft = left
+		h := w.Header()
+		h["X-Ms-Ratelimit-Remaining-Subscription-Writes"] = []string{strconv.Itoa(left)}
+		h["X-Ms-Ratelimit-Remaining-Subscription-Global-Writes"] = []string{strconv.Itoa(left)}
+		if r.Method == http.MethodDelete {
+			h["X-Ms-Ratelimit-Remaining-Subscription-Deletes"] = []string{strconv.Itoa(left)}
+			h["X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes"] = []string{strconv.Itoa(left)}
+		}
+	} else if r.Method == http.MethodGet {
+		h := w.Header()
+		h["X-Ms-Ratelimit-Remaining-Subscription-Reads"] = []string{"16499"}
+		h["X-Ms-Ratelimit-Remaining-Subscription-Global-Reads"] = []string{"16499"}
+	}
+
+	switch rt.kind {
+	case routeGroupList:
+		e.listGroups(c)
+	case routeGroup:
+		e.serveGroup(c)
+	case routeGroupOpResult:
+		e.serveGroupOpResult(c)
+	case routeOperation, routeOperationResult:
+		e.serveOperation(c)
+	case routeTypeList, routeSubTypeList, routeResource, routeChildList, routeChild:
+		e.serveNetwork(c)
+	default:
+		writeARMError(w, errBadPath(r.URL.Path))
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// readBody reads a bounded request body.
+func readBody(c *reqCtx) ([]byte, *armError) {
+	if c.r.Body == nil {
+		return nil, nil
+	}
+	var b []byte
+	var err error
+	if cl := c.r.ContentLength; cl > 0 && cl <= maxBodyBytes {
+		b = make([]byte, 0, cl+1)
+		for err == nil && int64(len(b)) <= maxBodyBytes {
+			if len(b) == cap(b) {
+				b = append(b, 0)[:len(b)]
+			}
+			var n int
+			n, err = c.r.Body.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+		}
+		if err == io.EOF {
+			err = nil
+		}
+	} else {
+		b, err = io.ReadAll(io.LimitReader(c.r.Body, maxBodyBytes+1))
+	}
+	if err != nil {
+		return nil, gatewayError(http.StatusBadRequest, "InvalidRequestContent", "The request content could not be read: %s.", sanitizeMsg(err.Error()))
+	}
+	if len(b) > maxBodyBytes {
+		return nil, gatewayError(http.StatusRequestEntityTooLarge, "RequestContentTooLarge",
+			"The request content size exceeds the maximum of %d bytes.", maxBodyBytes)
+	}
+	return b, nil
+}
+
+// methodNotAllowed answers a method the route does not support.
+func methodNotAllowed(c *reqCtx) {
+	writeARMError(c.w, gatewayError(http.StatusMethodNotAllowed, "HttpMethodNotAllowed",
+		"The requested resource does not support http method '%s'.", c.r.Method))
+}
+
+func (e *Emulator) serveSubscription(c *reqCtx) {
+	if c.r.Method != http.MethodGet {
+		methodNotAllowed(c)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, mustMarshal(obj{
+		"id": "/subscriptions/" + c.rt.sub, "authorizationSource": "RoleBased", "subscriptionId": c.rt.sub,
+		"tenantId": e.opts.TenantID, "displayName": "azlb emulator subscription", "state": "Enabled",
+		"subscriptionPolicies": obj{"locationPlacementId": "Public_2014-09-01", "quotaId": "Internal_2014-09-01", "spendingLimit": "Off"},
+	}))
+}
+
+// subscription returns (creating on first use) the state of sub. Caller
+// holds e.mu for writing.
+func (e *Emulator) subscription(sub string) *subscription {
+	key := strings.ToLower(sub)
+	s := e.subs[key]
+	if s == nil {
+		s = &subscription{id: sub, groups: map[string]*group{}, ops: map[string]*operation{}}
+		e.subs[key] = s
+	}
+	return s
+}
+
+// newOp creates an operation starting at now and registers it.
+func (e *Emulator) newOp(c *reqCtx, s *subscription, location string, now time.Time) *operation {
+	op := &operation{
+		id: e.ids.uuid(), sub: s.id, location: normLocation(location), apiVersion: c.apiVersion,
+		start: now, end: now.Add(e.opts.OperationDuration), result: resultSucceeded,
+	}
+	switch c.lroResult {
+	case resultFailed:
+		op.result, op.errCode, op.errMessage = resultFailed, "InternalServerError", "An error occurred while processing the operation (injected by the emulator)."
+	case resultCanceled:
+		op.result, op.errCode, op.errMessage = resultCanceled, "Canceled", "Operation was canceled (injected by the emulator)."
+	}
+	s.addOp(op, now)
+	return op
+}
+
+// asyncURL is the Azure-AsyncOperation URL of op on this emulator.
+func (c *reqCtx) asyncURL(op *operation) string {
+	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s/operations/%s?api-version=%s",
+		c.base, op.sub, op.location, op.id, NetworkAPIVersion)
+}
+
+// locationURL is the Location (operationResults) URL of op on this emulator.
+func (c *reqCtx) locationURL(op *operation) string {
+	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s/operationResults/%s?api-version=%s",
+		c.base, op.sub, op.location, op.id, NetworkAPIVersion)
+}
+
+// normLocation lower-cases a location and removes spaces ("East US" -> "eastus").
+func normLocation(l string) string {
+	return strings.ToLower(strings.ReplaceAll(l, " ", ""))
+}

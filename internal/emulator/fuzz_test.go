@@ -1,0 +1,165 @@
+package emulator
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// checkNoServerError asserts the invariants every ARM answer to arbitrary
+// input must keep: no 5xx, and a JSON body when there is one.
+func checkNoServerError(t *testing.T, method, path, body string, h *handlerEnv) {
+	t.Helper()
+	rec := h.do(t, method, path, body, nil)
+	if rec.Code >= 500 || rec.Code < 200 {
+		t.Fatalf("%s %s with %q: status %d: %s", method, path, body, rec.Code, rec.Body)
+	}
+	if rec.Body.Len() > 0 && !json.Valid(rec.Body.Bytes()) {
+		t.Fatalf("%s %s with %q: body is not JSON: %s", method, path, body, rec.Body)
+	}
+	if rec.Code >= 400 && errCodeOf(rec) == "" {
+		t.Fatalf("%s %s with %q: %d without an ARM error code: %s", method, path, body, rec.Code, rec.Body)
+	}
+}
+
+func FuzzLoadBalancerPUT(f *testing.F) {
+	f.Add(lbBody("lb2", "pip2", ""))
+	f.Add(lbBody("lb2", "pip", ""))
+	f.Add(`{"location":"eastus","properties":{"frontendIPConfigurations":[{"name":"fe","properties":{"subnet":{"id":"` + netID("rg", "virtualNetworks", "vnet") + `/subnets/nodes"}}}]}}`)
+	f.Add(`{"location":"eastus","properties":{"frontendIPConfigurations":null,"backendAddressPools":[{"name":"p","properties":{"loadBalancerBackendAddresses":[{"properties":{"ipAddress":"::1"}}]}}]}}`)
+	f.Add(`{"location":1,"sku":[],"properties":{"probes":[{"name":"x","properties":{"port":"1e9"}}]}}`)
+	f.Add(`null`)
+	f.Add(`{"properties":{"loadBalancingRules":[{"name":"r","properties":{"frontendIPConfiguration":{"id":7}}}]},"location":"eastus"}`)
+	h := seedHandler(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		checkNoServerError(t, http.MethodPut, netPath("rg", "loadBalancers", "lb2"), body, h)
+		checkNoServerError(t, http.MethodGet, netPath("rg", "loadBalancers", "lb2"), "", h)
+	})
+}
+
+func FuzzBackendPoolPUT(f *testing.F) {
+	vnet := netID("rg", "virtualNetworks", "vnet")
+	f.Add(`{"properties":{"loadBalancerBackendAddresses":[{"name":"a","properties":{"ipAddress":"10.0.0.4","virtualNetwork":{"id":"` + vnet + `"},"adminState":"Down"}}]}}`)
+	f.Add(`{"name":"pool","properties":{"loadBalancerBackendAddresses":[{"properties":{"ipAddress":"10.0.0.4","subnet":{"id":"` + vnet + `/subnets/nodes"}}}]}}`)
+	f.Add(`{"properties":{"loadBalancerBackendAddresses":[{"name":1}],"virtualNetwork":{"id":""}}}`)
+	f.Add(`{"properties":{"drainPeriodInSeconds":"x","syncMode":"Sometimes"}}`)
+	f.Add(`{"properties":{"loadBalancerBackendAddresses":[null,[],"x"]}}`)
+	h := seedHandler(f)
+	path := strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1)
+	f.Fuzz(func(t *testing.T, body string) {
+		checkNoServerError(t, http.MethodPut, path, body, h)
+		checkNoServerError(t, http.MethodGet, path, "", h)
+		checkNoServerError(t, http.MethodGet, netPath("rg", "loadBalancers", "lb"), "", h)
+	})
+}
+
+func FuzzPublicIPPUT(f *testing.F) {
+	f.Add(`{"location":"eastus","sku":{"name":"Standard","tier":"Regional"},"properties":{"publicIPAddressVersion":"IPv6"}}`)
+	f.Add(`{"location":"eastus","properties":{"dnsSettings":{"domainNameLabel":"x"},"publicIPPrefix":{"id":"/x"}}}`)
+	f.Add(`{"location":"eastus","properties":{"idleTimeoutInMinutes":"abc","ipTags":{}}}`)
+	h := seedHandler(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		checkNoServerError(t, http.MethodPut, netPath("rg", "publicIPAddresses", "fz"), body, h)
+		checkNoServerError(t, http.MethodGet, netPath("rg", "publicIPAddresses", "fz"), "", h)
+	})
+}
+
+func FuzzNetworkPUT(f *testing.F) {
+	f.Add("virtualNetworks", `{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":["10.1.0.0/16"]},"subnets":[{"name":"s","properties":{"addressPrefixes":["10.1.0.0/24","fd00::/64"]}}]}}`)
+	f.Add("networkSecurityGroups", `{"location":"eastus","properties":{"securityRules":[{"name":"r","properties":{"priority":100,"direction":"Inbound","access":"Allow","protocol":"Tcp"}}]}}`)
+	f.Add("natGateways", `{"location":"eastus","properties":{"publicIpAddresses":[{"id":"`+netID("rg", "publicIPAddresses", "pip2")+`"}]}}`)
+	f.Add("publicIPPrefixes", `{"location":"eastus","properties":{"prefixLength":30}}`)
+	f.Add("networkInterfaces", `{"location":"eastus","properties":{"ipConfigurations":[{"name":"c","properties":{"subnet":{"id":"`+netID("rg", "virtualNetworks", "vnet")+`/subnets/nodes"}}}]}}`)
+	h := seedHandler(f)
+	f.Fuzz(func(t *testing.T, typ, body string) {
+		if strings.ContainsAny(typ, "/?#%") || typ == "" {
+			return
+		}
+		checkNoServerError(t, http.MethodPut, netPath("rg", typ, "fz"), body, h)
+		checkNoServerError(t, http.MethodGet, netPath("rg", typ, "fz"), "", h)
+		checkNoServerError(t, http.MethodDelete, netPath("rg", typ, "fz"), "", h)
+	})
+}
+
+func FuzzARMPath(f *testing.F) {
+	f.Add("/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/lb/backendAddressPools/p")
+	f.Add("/subscriptions/" + testSub + "/providers/Microsoft.Network/locations/eastus/operations/x")
+	f.Add("/subscriptions/" + testSub + "/operationresults/eyJ4Ijoi")
+	f.Add("/subscriptions//resourcegroups")
+	h := seedHandler(f)
+	f.Fuzz(func(t *testing.T, p string) {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?# \t\r\n%") {
+			return
+		}
+		for _, v := range []string{NetworkAPIVersion, ResourcesAPIVersion} {
+			checkNoServerError(t, http.MethodGet, p+"?api-version="+v, "", h)
+			checkNoServerError(t, http.MethodPut, p+"?api-version="+v, `{"location":"eastus"}`, h)
+			checkNoServerError(t, http.MethodDelete, p+"?api-version="+v, "", h)
+		}
+	})
+}
+
+func FuzzControlFault(f *testing.F) {
+	f.Add(`{"status":429,"retryAfter":"3","latency":"5ms","count":1}`)
+	f.Add(`{"pathRegex":"[","latency":-1}`)
+	f.Add(`{"lroResult":"Failed","method":"PUT"}`)
+	e := New(Options{})
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := control(e, http.MethodPost, "/_emulator/faults", body)
+		if rec.Code != 201 && rec.Code != 400 {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		e.ClearFaults()
+	})
+}
+
+// FuzzAppendJSON checks the reflection-free encoder against encoding/json.
+func FuzzAppendJSON(f *testing.F) {
+	f.Add(`{"a":[1,2.5,-0,1e3,true,null,"x<y>&\u2028\u0001"],"b":{"z":{},"y":[]}}`)
+	f.Add(`"\ud800"`)
+	f.Add("\"\xff\"")
+	f.Fuzz(func(t *testing.T, doc string) {
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Skip()
+		}
+		got, err := appendJSON(nil, v)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("appendJSON(%q) = %s, %v; encoding/json gives %s", doc, got, err, want)
+		}
+	})
+}
+
+// FuzzParseJSON checks the reflection-free decoder against encoding/json.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-2.5e+3,true,false,null,"x\u00e9\ud83d\ude00\n\"/"]}`, `"\ud800x"`, "\"\xff\xfe\"", `[]`, ` 12 `, `{"a":1,"a":2}`, `[1,]`, `{"a" 1}`, `01`, `-`, `1.`, `1e`, `"\u12"`, "\"\t\"", `tru`, `{} {}`, "0A00000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var want any
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		werr := dec.Decode(&want)
+		if werr == nil && strings.Trim(doc[dec.InputOffset():], " \t\r\n") != "" {
+			werr = errTrailing
+		}
+		got, gerr := parseJSON([]byte(doc))
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%q: encoding/json err=%v, parseJSON err=%v", doc, werr, gerr)
+		}
+		if werr == nil && !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q: encoding/json %#v, parseJSON %#v", doc, want, got)
+		}
+	})
+}
+
+var errTrailing = errors.New("trailing data")

@@ -1,0 +1,726 @@
+package emulator
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+const (
+	lbType       = "Microsoft.Network/loadBalancers"
+	frontendType = lbType + "/frontendIPConfigurations"
+	poolType     = lbType + "/backendAddressPools"
+	ruleType     = lbType + "/loadBalancingRules"
+	probeType    = lbType + "/probes"
+	natRuleType  = lbType + "/inboundNatRules"
+	outRuleType  = lbType + "/outboundRules"
+	natPoolType  = lbType + "/inboundNatPools"
+)
+
+var poolColl = &collSpec{
+	key: "backendAddressPools", fullType: poolType, routable: true,
+	putChild:         putPool,
+	checkDeleteChild: checkDeletePool,
+}
+
+func init() {
+	registerKind(&kindSpec{
+		typ: "loadBalancers", fullType: lbType,
+		// NRP answers a load balancer create with provisioningState
+		// Succeeded (see loadbalancerclient.yaml).
+		createSucceeded: true,
+		collections: []*collSpec{
+			{key: "frontendIPConfigurations", fullType: frontendType},
+			poolColl,
+			{key: "loadBalancingRules", fullType: ruleType},
+			{key: "probes", fullType: probeType},
+			{key: "inboundNatRules", fullType: natRuleType},
+			{key: "outboundRules", fullType: outRuleType},
+			{key: "inboundNatPools", fullType: natPoolType},
+		},
+		normalize:    normalizeLB,
+		decorate:     decorateLB,
+		decorateFrom: []string{"loadBalancingRules", "inboundNatRules", "inboundNatPools", "outboundRules"},
+		onDelete:     onDeleteLB,
+	})
+}
+
+// Back-reference members ARM computes on load balancer children.
+var (
+	frontendReadOnly = []string{"loadBalancingRules", "inboundNatRules", "inboundNatPools", "outboundRules"}
+	poolReadOnly     = []string{"backendIPConfigurations", "loadBalancingRules", "outboundRule", "outboundRules", "inboundNatRules"}
+	probeReadOnly    = []string{"loadBalancingRules"}
+	natRuleReadOnly  = []string{"backendIPConfiguration"}
+)
+
+// lbIndex maps lower-cased child ids of one load balancer to canonical ids.
+type lbIndex map[string]string
+
+func (ix lbIndex) resolve(id string) (string, bool) {
+	c, ok := ix[strings.ToLower(id)]
+	return c, ok
+}
+
+func indexChildren(children []any, ix lbIndex) {
+	for _, c := range children {
+		id, _ := c.(obj)["id"].(string)
+		ix[strings.ToLower(id)] = id
+	}
+}
+
+func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armError) {
+	doc, props, ae := baseDoc(wc, kinds["loadbalancers"], in, name, old, true)
+	if ae != nil {
+		return nil, ae
+	}
+	sku, ae := normSku(in, []string{"Basic", "Standard", "Gateway"}, "Basic")
+	if ae != nil {
+		return nil, ae
+	}
+	doc["sku"] = sku
+	lbID := doc["id"].(string)
+	loc := doc["location"].(string)
+
+	var oldFrontends obj
+	if old != nil {
+		oldFrontends = obj{"frontendIPConfigurations": propsOf(old.doc)["frontendIPConfigurations"]}
+	}
+	pipUse := map[string]string{} // lower(pip id) -> frontend id
+	takenPrivate := map[netip.Addr]bool{}
+	frontends, ae := normChildren(props, "frontendIPConfigurations", lbID, frontendType, "properties", frontendReadOnly,
+		func(fname, fid string, cp obj, path string) *armError {
+			keep := ""
+			if oldFrontends != nil {
+				if of := findChild(oldFrontends, "frontendIPConfigurations", fname); of != nil {
+					keep = stringOf(propsOf(of)["privateIPAddress"])
+				}
+			}
+			return normFrontend(wc, lbID, loc, sku["name"].(string), fid, cp, path, keep, pipUse, takenPrivate)
+		})
+	if ae != nil {
+		return nil, ae
+	}
+	ix := lbIndex{}
+	indexChildren(frontends, ix)
+
+	pools, ae := normChildren(props, "backendAddressPools", lbID, poolType, "properties", poolReadOnly,
+		func(pname, pid string, cp obj, path string) *armError {
+			return normPoolProps(wc, doc, pid, cp, path)
+		})
+	if ae != nil {
+		return nil, ae
+	}
+	indexChildren(pools, ix)
+
+	probes, ae := normChildren(props, "probes", lbID, probeType, "properties", probeReadOnly, normProbe)
+	if ae != nil {
+		return nil, ae
+	}
+	indexChildren(probes, ix)
+
+	rules, ae := normChildren(props, "loadBalancingRules", lbID, ruleType, "properties", nil,
+		func(rname, rid string, cp obj, path string) *armError { return normRule(ix, rid, cp, path) })
+	if ae != nil {
+		return nil, ae
+	}
+	natRules, ae := normChildren(props, "inboundNatRules", lbID, natRuleType, "properties", natRuleReadOnly,
+		func(rname, rid string, cp obj, path string) *armError { return normNatRule(ix, rid, cp, path) })
+	if ae != nil {
+		return nil, ae
+	}
+	outRules, ae := normChildren(props, "outboundRules", lbID, outRuleType, "properties", nil,
+		func(rname, rid string, cp obj, path string) *armError { return normOutboundRule(ix, rid, cp, path) })
+	if ae != nil {
+		return nil, ae
+	}
+	natPools, ae := normChildren(props, "inboundNatPools", lbID, natPoolType, "properties", nil,
+		func(rname, rid string, cp obj, path string) *armError {
+			return resolveRefProp(ix, cp, "frontendIPConfiguration", path, rid, true)
+		})
+	if ae != nil {
+		return nil, ae
+	}
+	props["frontendIPConfigurations"] = frontends
+	props["backendAddressPools"] = pools
+	props["probes"] = probes
+	props["loadBalancingRules"] = rules
+	props["inboundNatRules"] = natRules
+	props["outboundRules"] = outRules
+	props["inboundNatPools"] = natPools
+	keepGUID(wc, props, old)
+	doc["properties"] = props
+
+	// Public IP back-references: set for the frontends now using a public IP,
+	// clear for those no longer used.
+	oldUse := map[string]string{}
+	if old != nil {
+		collectPIPUse(propsOf(old.doc), oldUse)
+	}
+	wc.after(func() {
+		for pip := range oldUse {
+			if _, still := pipUse[pip]; !still {
+				wc.setPublicIPConfig(pip, "")
+			}
+		}
+		for pip, fid := range pipUse {
+			wc.setPublicIPConfig(pip, fid)
+		}
+	})
+	return doc, nil
+}
+
+// collectPIPUse maps the public IPs referenced by frontends to the frontend ids.
+func collectPIPUse(props obj, use map[string]string) {
+	arr, _ := props["frontendIPConfigurations"].([]any)
+	for _, f := range arr {
+		fo := f.(obj)
+		if r, ok := propsOf(fo)["publicIPAddress"].(obj); ok {
+			use[strings.ToLower(stringOf(r["id"]))] = stringOf(fo["id"])
+		}
+	}
+}
+
+func normFrontend(wc *writeCtx, lbID, loc, lbSku, fid string, cp obj, path, keep string, pipUse map[string]string, taken map[netip.Addr]bool) *armError {
+	pipID, hasPIP, err := getRef(cp, "publicIPAddress", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	subnetID, hasSubnet, err := getRef(cp, "subnet", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	prefixID, hasPrefix, err := getRef(cp, "publicIPPrefix", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	n := 0
+	for _, b := range []bool{hasPIP, hasSubnet, hasPrefix} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return nrpError(http.StatusBadRequest, "LoadBalancerFrontendIPConfigurationInvalid",
+			"Frontend IP configuration %s must reference exactly one of publicIPAddress, publicIPPrefix or subnet.", fid)
+	}
+	if gw, ok, err := getRef(cp, "gatewayLoadBalancer", path); err != nil {
+		return errBadShape(err)
+	} else if ok {
+		cp["gatewayLoadBalancer"] = ref(gw)
+	}
+	switch {
+	case hasPIP:
+		_, v := wc.lookupKind(pipID, "publicIPAddresses")
+		if v == nil || stringOf(v.doc["location"]) != loc {
+			return errInvalidReference(pipID, fid)
+		}
+		canon := stringOf(v.doc["id"])
+		pipSku := ""
+		if s, ok := v.doc["sku"].(obj); ok {
+			pipSku = stringOf(s["name"])
+		}
+		if (lbSku == "Standard" || lbSku == "Gateway") != (pipSku == "Standard") {
+			return nrpError(http.StatusBadRequest, "PublicIPAndLBSkuDoNotMatch",
+				"%s sku load balancer %s cannot reference %s sku publicIP %s.", lbSku, lbID, pipSku, canon)
+		}
+		if prev, dup := pipUse[strings.ToLower(canon)]; dup {
+			return nrpError(http.StatusBadRequest, "PublicIPReferencedByMultipleIPConfigs",
+				"Public ip address %s is referenced by multiple ipconfigs in resource %s (%s and %s).", canon, lbID, prev, fid)
+		}
+		if r, ok := propsOf(v.doc)["ipConfiguration"].(obj); ok {
+			user := stringOf(r["id"])
+			if !strings.EqualFold(user, fid) {
+				return nrpError(http.StatusBadRequest, "PublicIPAddressInUse",
+					"Resource %s is already in use by %s and cannot be referenced by %s. A public IP address can be associated with one resource at a time.", canon, user, fid)
+			}
+		}
+		if r, ok := propsOf(v.doc)["natGateway"].(obj); ok {
+			return nrpError(http.StatusBadRequest, "PublicIPAddressInUse",
+				"Resource %s is already in use by %s and cannot be referenced by %s.", canon, stringOf(r["id"]), fid)
+		}
+		pipUse[strings.ToLower(canon)] = fid
+		cp["publicIPAddress"] = ref(canon)
+		delete(cp, "privateIPAddress")
+		delete(cp, "privateIPAddressVersion")
+		setDefault(cp, "privateIPAllocationMethod", "Dynamic")
+	case hasPrefix:
+		_, v := wc.lookupKind(prefixID, "publicIPPrefixes")
+		if v == nil || stringOf(v.doc["location"]) != loc {
+			return errInvalidReference(prefixID, fid)
+		}
+		cp["publicIPPrefix"] = ref(stringOf(v.doc["id"]))
+		setDefault(cp, "privateIPAllocationMethod", "Dynamic")
+	case hasSubnet:
+		vv, sub := wc.lookupChild(subnetID, "virtualNetworks", "subnets")
+		if sub == nil || stringOf(vv.doc["location"]) != loc {
+			return errInvalidReference(subnetID, fid)
+		}
+		canon := stringOf(sub["id"])
+		cp["subnet"] = ref(canon)
+		if ae := wc.assignPrivateIP(cp, canon, propsOf(sub), fid, keep, path, taken); ae != nil {
+			return ae
+		}
+	}
+	return nil
+}
+
+// normPoolProps validates a backend pool's properties (shared by the load
+// balancer PUT and the backendAddressPools subresource PUT).
+func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *armError {
+	loc := stringOf(lb["location"])
+	lbSku := ""
+	if s, ok := lb["sku"].(obj); ok {
+		lbSku = stringOf(s["name"])
+	}
+	for _, ro := range poolReadOnly {
+		delete(cp, ro)
+	}
+	poolVNet := ""
+	if id, ok, err := getRef(cp, "virtualNetwork", path); err != nil {
+		return errBadShape(err)
+	} else if ok {
+		_, v := wc.lookupKind(id, "virtualNetworks")
+		if v == nil || stringOf(v.doc["location"]) != loc {
+			return errInvalidReference(id, poolID)
+		}
+		poolVNet = stringOf(v.doc["id"])
+		cp["virtualNetwork"] = ref(poolVNet)
+	}
+	if _, _, err := getInt(cp, "drainPeriodInSeconds", path); err != nil {
+		return errBadShape(err)
+	}
+	if _, err := enumProp(cp, "syncMode", path, "", "Automatic", "Manual"); err != nil {
+		return err
+	}
+	addrs, _, err := getArr(cp, "loadBalancerBackendAddresses", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	out := make([]any, 0, len(addrs))
+	names := make(map[string]bool, len(addrs))
+	ips := make(map[string]string, len(addrs))
+	base := joinPath(path, "loadBalancerBackendAddresses")
+	for i, el := range addrs {
+		p := indexPath(base, i)
+		a, ok := el.(map[string]any)
+		if !ok {
+			return errBadShape(&fieldError{p, "expected an object, got " + jsonKind(el)})
+		}
+		name, has, err := getStr(a, "name", p)
+		if err != nil {
+			return errBadShape(err)
+		}
+		if !has || name == "" {
+			name = wc.e.ids.uuid()
+		}
+		if names[strings.ToLower(name)] {
+			return nrpError(http.StatusBadRequest, "DuplicateBackendAddressName",
+				"Backend address pool %s has more than one backend address named '%s'.", poolID, name)
+		}
+		names[strings.ToLower(name)] = true
+		ap, err := getObj(a, "properties", p)
+		if err != nil {
+			return errBadShape(err)
+		}
+		// The decoded request is owned by this write: reuse its maps.
+		np := ap
+		if np == nil {
+			np = obj{}
+		}
+		delete(np, "networkInterfaceIPConfiguration")
+		delete(np, "inboundNatRulesPortMapping")
+		pp := p + ".properties"
+		ipStr, hasIP, err := getStr(np, "ipAddress", pp)
+		if err != nil {
+			return errBadShape(err)
+		}
+		vnetID, hasVNet, err := getRef(np, "virtualNetwork", pp)
+		if err != nil {
+			return errBadShape(err)
+		}
+		subnetID, hasSubnet, err := getRef(np, "subnet", pp)
+		if err != nil {
+			return errBadShape(err)
+		}
+		feID, hasFE, err := getRef(np, "loadBalancerFrontendIPConfiguration", pp)
+		if err != nil {
+			return errBadShape(err)
+		}
+		if _, err := enumProp(np, "adminState", pp, "", "None", "Up", "Down"); err != nil {
+			return err
+		}
+		if hasFE {
+			setRef(np, "loadBalancerFrontendIPConfiguration", feID)
+		}
+		if hasIP {
+			ip, perr := netip.ParseAddr(ipStr)
+			if perr != nil || ip.Zone() != "" {
+				return nrpError(http.StatusBadRequest, "InvalidBackendAddressIPAddress",
+					"Backend address '%s' of backend address pool %s has an invalid ipAddress '%s'.", name, poolID, ipStr)
+			}
+			if lbSku == "Basic" {
+				return nrpError(http.StatusBadRequest, "IpBasedBackendAddressPoolNotSupportedOnBasicSku",
+					"Backend address pool %s uses IP addresses, which only Standard sku load balancers support.", poolID)
+			}
+			if prev, dup := ips[ip.String()]; dup {
+				return nrpError(http.StatusBadRequest, "DuplicateBackendAddressIPAddress",
+					"Backend addresses '%s' and '%s' of backend address pool %s have the same ipAddress %s.", prev, name, poolID, ip)
+			}
+			ips[ip.String()] = name
+			if !hasVNet && !hasSubnet && poolVNet == "" && !hasFE {
+				return nrpError(http.StatusBadRequest, "BackendAddressVirtualNetworkRequired",
+					"Backend address '%s' of backend address pool %s has an ipAddress but no virtualNetwork or subnet; IP-based backend addresses must reference the virtual network they belong to.", name, poolID)
+			}
+		}
+		if hasVNet {
+			_, v := wc.lookupKind(vnetID, "virtualNetworks")
+			if v == nil || stringOf(v.doc["location"]) != loc {
+				return errInvalidReference(vnetID, poolID)
+			}
+			setRef(np, "virtualNetwork", stringOf(v.doc["id"]))
+		}
+		if hasSubnet {
+			_, sub := wc.lookupChild(subnetID, "virtualNetworks", "subnets")
+			if sub == nil {
+				return errInvalidReference(subnetID, poolID)
+			}
+			setRef(np, "subnet", stringOf(sub["id"]))
+		}
+		for k := range a {
+			if k != "name" && k != "properties" {
+				delete(a, k)
+			}
+		}
+		a["name"] = name
+		a["properties"] = np
+		out = append(out, a)
+	}
+	cp["loadBalancerBackendAddresses"] = out
+	return nil
+}
+
+func normProbe(name, id string, cp obj, path string) *armError {
+	proto, ae := enumProp(cp, "protocol", path, "", "Http", "Tcp", "Https")
+	if ae != nil {
+		return ae
+	}
+	if proto == "" {
+		return nrpError(http.StatusBadRequest, "InvalidRequestFormat", "Cannot parse the request: %s.protocol is required for probe %s.", path, id)
+	}
+	port, has, err := getInt(cp, "port", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	if !has || port < 1 || port > 65535 {
+		return nrpError(http.StatusBadRequest, "InvalidProbePort", "Probe %s must have a port between 1 and 65535.", id)
+	}
+	cp["port"] = port
+	rp, _, err := getStr(cp, "requestPath", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	if proto == "Tcp" && rp != "" {
+		return nrpError(http.StatusBadRequest, "ProbeRequestPathNotAllowedForTcp", "Probe %s uses protocol Tcp and cannot have a requestPath.", id)
+	}
+	if proto != "Tcp" && rp == "" {
+		return nrpError(http.StatusBadRequest, "ProbeRequestPathRequired", "Probe %s uses protocol %s and needs a requestPath.", id, proto)
+	}
+	for _, k := range []string{"intervalInSeconds", "numberOfProbes", "probeThreshold"} {
+		if _, _, err := getInt(cp, k, path); err != nil {
+			return errBadShape(err)
+		}
+	}
+	setDefault(cp, "intervalInSeconds", 15)
+	setDefault(cp, "numberOfProbes", 2)
+	setDefault(cp, "probeThreshold", 1)
+	return nil
+}
+
+// resolveRefProp resolves the reference cp[key] to a child of this load
+// balancer and rewrites it to the canonical id.
+func resolveRefProp(ix lbIndex, cp obj, key, path, byID string, required bool) *armError {
+	id, has, err := getRef(cp, key, path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	if !has {
+		if required {
+			return nrpError(http.StatusBadRequest, "InvalidRequestFormat", "Cannot parse the request: %s.%s is required for %s.", path, key, byID)
+		}
+		return nil
+	}
+	canon, ok := ix.resolve(id)
+	if !ok {
+		return errInvalidReference(id, byID)
+	}
+	cp[key] = ref(canon)
+	return nil
+}
+
+func resolveRefListProp(ix lbIndex, cp obj, key, path, byID string) ([]string, *armError) {
+	ids, has, err := getRefList(cp, key, path)
+	if err != nil {
+		return nil, errBadShape(err)
+	}
+	if !has {
+		return nil, nil
+	}
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		canon, ok := ix.resolve(id)
+		if !ok {
+			return nil, errInvalidReference(id, byID)
+		}
+		out = append(out, canon)
+	}
+	cp[key] = refList(out)
+	return out, nil
+}
+
+func portProp(cp obj, key, path, id string, required bool) *armError {
+	v, has, err := getInt(cp, key, path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	if !has {
+		if required {
+			return nrpError(http.StatusBadRequest, "InvalidRequestFormat", "Cannot parse the request: %s.%s is required for %s.", path, key, id)
+		}
+		return nil
+	}
+	if v < 0 || v > 65535 {
+		return nrpError(http.StatusBadRequest, "InvalidPortValue", "%s of %s must be between 0 and 65535, got %d.", key, id, v)
+	}
+	cp[key] = v
+	return nil
+}
+
+func protocolProp(cp obj, path, id string, allowed ...string) *armError {
+	p, ae := enumProp(cp, "protocol", path, "", allowed...)
+	if ae != nil {
+		return ae
+	}
+	if p == "" {
+		return nrpError(http.StatusBadRequest, "InvalidRequestFormat", "Cannot parse the request: %s.protocol is required for %s.", path, id)
+	}
+	return nil
+}
+
+func normRule(ix lbIndex, id string, cp obj, path string) *armError {
+	if ae := resolveRefProp(ix, cp, "frontendIPConfiguration", path, id, true); ae != nil {
+		return ae
+	}
+	if ae := resolveRefProp(ix, cp, "backendAddressPool", path, id, false); ae != nil {
+		return ae
+	}
+	pools, ae := resolveRefListProp(ix, cp, "backendAddressPools", path, id)
+	if ae != nil {
+		return ae
+	}
+	if r, ok := cp["backendAddressPool"].(obj); ok && pools == nil {
+		cp["backendAddressPools"] = []any{ref(stringOf(r["id"]))}
+	} else if len(pools) > 0 && cp["backendAddressPool"] == nil {
+		cp["backendAddressPool"] = ref(pools[0])
+	}
+	if ae := resolveRefProp(ix, cp, "probe", path, id, false); ae != nil {
+		return ae
+	}
+	if ae := protocolProp(cp, path, id, "Tcp", "Udp", "All"); ae != nil {
+		return ae
+	}
+	if ae := portProp(cp, "frontendPort", path, id, true); ae != nil {
+		return ae
+	}
+	if ae := portProp(cp, "backendPort", path, id, false); ae != nil {
+		return ae
+	}
+	if _, ok := cp["backendPort"]; !ok {
+		cp["backendPort"] = cp["frontendPort"]
+	}
+	if _, err := enumProp(cp, "loadDistribution", path, "Default", "Default", "SourceIP", "SourceIPProtocol"); err != nil {
+		return err
+	}
+	for _, k := range []string{"enableFloatingIP", "enableTcpReset", "disableOutboundSnat"} {
+		if _, _, err := getBool(cp, k, path); err != nil {
+			return errBadShape(err)
+		}
+		setDefault(cp, k, false)
+	}
+	if _, _, err := getInt(cp, "idleTimeoutInMinutes", path); err != nil {
+		return errBadShape(err)
+	}
+	setDefault(cp, "idleTimeoutInMinutes", 4)
+	return nil
+}
+
+func normNatRule(ix lbIndex, id string, cp obj, path string) *armError {
+	if ae := resolveRefProp(ix, cp, "frontendIPConfiguration", path, id, true); ae != nil {
+		return ae
+	}
+	if ae := resolveRefProp(ix, cp, "backendAddressPool", path, id, false); ae != nil {
+		return ae
+	}
+	if ae := protocolProp(cp, path, id, "Tcp", "Udp", "All"); ae != nil {
+		return ae
+	}
+	_, hasRange := cp["frontendPortRangeStart"]
+	if ae := portProp(cp, "frontendPort", path, id, !hasRange); ae != nil {
+		return ae
+	}
+	for _, k := range []string{"frontendPortRangeStart", "frontendPortRangeEnd", "backendPort"} {
+		if ae := portProp(cp, k, path, id, false); ae != nil {
+			return ae
+		}
+	}
+	for _, k := range []string{"enableFloatingIP", "enableTcpReset"} {
+		if _, _, err := getBool(cp, k, path); err != nil {
+			return errBadShape(err)
+		}
+		setDefault(cp, k, false)
+	}
+	setDefault(cp, "idleTimeoutInMinutes", 4)
+	return nil
+}
+
+func normOutboundRule(ix lbIndex, id string, cp obj, path string) *armError {
+	fes, ae := resolveRefListProp(ix, cp, "frontendIPConfigurations", path, id)
+	if ae != nil {
+		return ae
+	}
+	if len(fes) == 0 {
+		return nrpError(http.StatusBadRequest, "InvalidRequestFormat", "Cannot parse the request: %s.frontendIPConfigurations is required for %s.", path, id)
+	}
+	if ae := resolveRefProp(ix, cp, "backendAddressPool", path, id, true); ae != nil {
+		return ae
+	}
+	if ae := protocolProp(cp, path, id, "Tcp", "Udp", "All"); ae != nil {
+		return ae
+	}
+	if _, _, err := getInt(cp, "allocatedOutboundPorts", path); err != nil {
+		return errBadShape(err)
+	}
+	setDefault(cp, "allocatedOutboundPorts", 0)
+	setDefault(cp, "idleTimeoutInMinutes", 4)
+	setDefault(cp, "enableTcpReset", false)
+	return nil
+}
+
+// decorateLB adds the back-references ARM reports on frontends, pools and
+// probes (loadBalancingRules, inboundNatRules, outboundRules, ...).
+func decorateLB(tree obj) {
+	props := propsOf(tree)
+	byID := map[string]obj{} // lower(child id) -> rendered child properties
+	for _, key := range []string{"frontendIPConfigurations", "backendAddressPools", "probes"} {
+		arr, _ := props[key].([]any)
+		for _, c := range arr {
+			co := c.(obj)
+			byID[strings.ToLower(stringOf(co["id"]))] = propsOf(co)
+		}
+	}
+	add := func(target any, member, id string) {
+		r, ok := target.(obj)
+		if !ok {
+			return
+		}
+		cp := byID[strings.ToLower(stringOf(r["id"]))]
+		if cp == nil {
+			return
+		}
+		list, _ := cp[member].([]any)
+		for _, x := range list {
+			if stringOf(x.(obj)["id"]) == id {
+				return
+			}
+		}
+		cp[member] = append(list, ref(id))
+	}
+	each := func(key string, fn func(id string, cp obj)) {
+		arr, _ := props[key].([]any)
+		for _, c := range arr {
+			co := c.(obj)
+			fn(stringOf(co["id"]), propsOf(co))
+		}
+	}
+	each("loadBalancingRules", func(id string, cp obj) {
+		add(cp["frontendIPConfiguration"], "loadBalancingRules", id)
+		add(cp["probe"], "loadBalancingRules", id)
+		if pools, ok := cp["backendAddressPools"].([]any); ok {
+			for _, p := range pools {
+				add(p, "loadBalancingRules", id)
+			}
+		} else {
+			add(cp["backendAddressPool"], "loadBalancingRules", id)
+		}
+	})
+	each("inboundNatRules", func(id string, cp obj) {
+		add(cp["frontendIPConfiguration"], "inboundNatRules", id)
+		add(cp["backendAddressPool"], "inboundNatRules", id)
+	})
+	each("inboundNatPools", func(id string, cp obj) {
+		add(cp["frontendIPConfiguration"], "inboundNatPools", id)
+	})
+	each("outboundRules", func(id string, cp obj) {
+		if fes, ok := cp["frontendIPConfigurations"].([]any); ok {
+			for _, f := range fes {
+				add(f, "outboundRules", id)
+			}
+		}
+		add(cp["backendAddressPool"], "outboundRules", id)
+		if r, ok := cp["backendAddressPool"].(obj); ok {
+			if pp := byID[strings.ToLower(stringOf(r["id"]))]; pp != nil {
+				pp["outboundRule"] = ref(id)
+			}
+		}
+	})
+}
+
+func onDeleteLB(wc *writeCtx, v *version) {
+	use := map[string]string{}
+	collectPIPUse(propsOf(v.doc), use)
+	for pip := range use {
+		wc.setPublicIPConfig(pip, "")
+	}
+}
+
+func putPool(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, *armError) {
+	pid := stringOf(parent["id"]) + "/backendAddressPools/" + name
+	if existing != nil {
+		pid, name = stringOf(existing["id"]), stringOf(existing["name"])
+	}
+	cp, err := getObj(in, "properties", "")
+	if err != nil {
+		return nil, errBadShape(err)
+	}
+	if cp == nil {
+		cp = obj{}
+	}
+	cp = shallowCopy(cp)
+	delete(cp, "provisioningState")
+	if ae := normPoolProps(wc, parent, pid, cp, "properties"); ae != nil {
+		return nil, ae
+	}
+	return obj{"name": name, "id": pid, "type": poolType, "properties": cp}, nil
+}
+
+func checkDeletePool(wc *writeCtx, parent obj, child obj) *armError {
+	pid := strings.ToLower(stringOf(child["id"]))
+	props := propsOf(parent)
+	for _, key := range []string{"loadBalancingRules", "inboundNatRules", "outboundRules"} {
+		arr, _ := props[key].([]any)
+		for _, r := range arr {
+			ro := r.(obj)
+			cp := propsOf(ro)
+			refs := []any{cp["backendAddressPool"]}
+			if l, ok := cp["backendAddressPools"].([]any); ok {
+				refs = append(refs, l...)
+			}
+			for _, x := range refs {
+				if xo, ok := x.(obj); ok && strings.ToLower(stringOf(xo["id"])) == pid {
+					return nrpError(http.StatusBadRequest, "InUseBackendAddressPoolCannotBeDeleted",
+						"Backend address pool %s is in use by %s and cannot be deleted.", stringOf(child["id"]), stringOf(ro["id"]))
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package emulator
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Default identity and ranges used when Options leaves them empty.
+const (
+	DefaultTenantID       = "00000000-0000-0000-0000-000000000001"
+	DefaultClientID       = "azlb-emulator-client"
+	DefaultClientSecret   = "emulator-secret"
+	DefaultPublicIPv4CIDR = "20.40.0.0/16"
+	DefaultPublicIPv6CIDR = "2603:1030:40::/48"
+
+	// DefaultWriteBudget is Microsoft.Network's documented write limit per
+	// subscription: 1,000 writes per 5 minutes.
+	DefaultWriteBudget       = 1000
+	DefaultWriteBudgetWindow = 5 * time.Minute
+
+	// NetworkAPIVersion is the only Microsoft.Network api-version served.
+	NetworkAPIVersion = "2025-05-01"
+	// ResourcesAPIVersion is the resource-group api-version of the recordings.
+	ResourcesAPIVersion = "2021-04-01"
+)
+
+// resourcesAPIVersions lists the Microsoft.Resources api-versions accepted
+// for resource groups.
+var resourcesAPIVersions = []string{
+	"2021-04-01", "2022-09-01", "2023-07-01", "2024-03-01", "2024-07-01", "2024-11-01", "2025-04-01",
+}
+
+// Options configures an Emulator. The zero value is usable.
+type Options struct {
+	// Clock drives operation completion, write-budget refill and Retry-After
+	// values; nil means the real clock.
+	Clock clock.Clock
+	// Latency is added to every ARM call (see SetLatency).
+	Latency time.Duration
+	// OperationDuration is how long an asynchronous operation stays
+	// InProgress. 0 means the first poll answers Succeeded.
+	OperationDuration time.Duration
+	// WriteBudget is the number of writes per WriteBudgetWindow per
+	// subscription before 429; 0 means 1000.
+	WriteBudget int
+	// WriteBudgetWindow is the refill window of the write token bucket; 0
+	// means 5 minutes.
+	WriteBudgetWindow time.Duration
+	// PublicIPv4CIDR is the range public IPv4 addresses and prefixes are
+	// allocated from; "" means 20.40.0.0/16.
+	PublicIPv4CIDR string
+	// PublicIPv6CIDR is the range public IPv6 addresses are allocated from;
+	// "" means 2603:1030:40::/48.
+	PublicIPv6CIDR string
+	// TenantID, ClientID and ClientSecret name the one client-credentials
+	// identity the AAD endpoint accepts. Empty fields take the Default*
+	// constants.
+	TenantID, ClientID, ClientSecret string
+}
+
+// withDefaults fills empty fields.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.WriteBudget <= 0 {
+		o.WriteBudget = DefaultWriteBudget
+	}
+	if o.WriteBudgetWindow <= 0 {
+		o.WriteBudgetWindow = DefaultWriteBudgetWindow
+	}
+	if o.PublicIPv4CIDR == "" {
+		o.PublicIPv4CIDR = DefaultPublicIPv4CIDR
+	}
+	if o.PublicIPv6CIDR == "" {
+		o.PublicIPv6CIDR = DefaultPublicIPv6CIDR
+	}
+	if o.TenantID == "" {
+		o.TenantID = DefaultTenantID
+	}
+	if o.ClientID == "" {
+		o.ClientID = DefaultClientID
+	}
+	if o.ClientSecret == "" {
+		o.ClientSecret = DefaultClientSecret
+	}
+	if o.Latency < 0 {
+		o.Latency = 0
+	}
+	if o.OperationDuration < 0 {
+		o.OperationDuration = 0
+	}
+	return o
+}
+
+// validate reports configuration errors that New would otherwise hide.
+func (o Options) validate() error {
+	v4, err := netip.ParsePrefix(o.PublicIPv4CIDR)
+	if err != nil || !v4.Addr().Is4() {
+		return fmt.Errorf("emulator: PublicIPv4CIDR %q is not an IPv4 CIDR", o.PublicIPv4CIDR)
+	}
+	if v4.Bits() > 30 {
+		return fmt.Errorf("emulator: PublicIPv4CIDR %q is too small (need /30 or larger)", o.PublicIPv4CIDR)
+	}
+	v6, err := netip.ParsePrefix(o.PublicIPv6CIDR)
+	if err != nil || !v6.Addr().Is6() || v6.Addr().Is4In6() {
+		return fmt.Errorf("emulator: PublicIPv6CIDR %q is not an IPv6 CIDR", o.PublicIPv6CIDR)
+	}
+	if v6.Bits() > 120 {
+		return fmt.Errorf("emulator: PublicIPv6CIDR %q is too small (need /120 or larger)", o.PublicIPv6CIDR)
+	}
+	return nil
+}
