@@ -1,0 +1,125 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/metrics"
+)
+
+// Operation names; with the client's metric name they form the request
+// label, e.g. "loadbalancer_create_or_update". LRO polling requests of a
+// write carry the write's label plus "_poll".
+const (
+	opGet            = "get"
+	opList           = "list"
+	opCreateOrUpdate = "create_or_update"
+	opDelete         = "delete"
+	pollSuffix       = "_poll"
+)
+
+// base is what every resource client shares: its name, its rate limiter and
+// the settings of its calls.
+type base struct {
+	client        string
+	metricName    string
+	limiter       *rateLimiter
+	pollFrequency time.Duration
+	apiLabels     metrics.APIRequest
+	secret        string
+}
+
+// admit takes a token from the read or write bucket and returns the context
+// the SDK call runs with. It takes one token per method call: pages of a List
+// and LRO polls are not charged.
+func (b *base) admit(ctx context.Context, op, resourceGroup string, write bool) (context.Context, error) {
+	request := b.metricName + "_" + op
+	if err := b.limiter.tryAccept(write); err != nil {
+		l := b.apiLabels
+		l.Request, l.ResourceGroup = request, resourceGroup
+		metrics.CountAPIRequestRateLimited(l)
+		klog.FromContext(ctx).V(4).Info("Azure call rejected by client-side rate limiter",
+			"client", b.client, "request", request, "resourceGroup", resourceGroup)
+		return nil, err
+	}
+	return withRequestInfo(ctx, request, resourceGroup), nil
+}
+
+// wrap names the failed call and object; errors.Is/As see through it.
+func (b *base) wrap(op, object string, err error) error {
+	return redactError(fmt.Errorf("azure %s %s %s: %w", b.client, op, object, err), b.secret)
+}
+
+// withIfMatch sets If-Match on the request(s) issued with ctx when etag is
+// non-empty.
+func withIfMatch(ctx context.Context, etag string) context.Context {
+	if etag == "" {
+		return ctx
+	}
+	return policy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{etag}})
+}
+
+// write runs a long-running write: the initial request (with If-Match) and
+// then polling until done (without If-Match). op is opCreateOrUpdate or
+// opDelete.
+func write[T any](ctx context.Context, b *base, op, resourceGroup, object, etag string,
+	begin func(context.Context) (*runtime.Poller[T], error)) (T, error) {
+	var zero T
+	callCtx, err := b.admit(ctx, op, resourceGroup, true)
+	if err != nil {
+		return zero, b.wrap(op, object, err)
+	}
+	poller, err := begin(withIfMatch(callCtx, etag))
+	if err != nil {
+		return zero, b.wrap(op, object, err)
+	}
+	pollCtx := withRequestInfo(ctx, b.metricName+"_"+op+pollSuffix, resourceGroup)
+	resp, err := poller.PollUntilDone(pollCtx, &runtime.PollUntilDoneOptions{Frequency: b.pollFrequency})
+	if err != nil {
+		return zero, b.wrap(op, object, err)
+	}
+	return resp, nil
+}
+
+// list collects every page of a pager, skipping nil items.
+func list[P, T any](ctx context.Context, b *base, resourceGroup, object string,
+	newPager func() *runtime.Pager[P], items func(P) []*T) ([]*T, error) {
+	callCtx, err := b.admit(ctx, opList, resourceGroup, false)
+	if err != nil {
+		return nil, b.wrap(opList, object, err)
+	}
+	var out []*T
+	pager := newPager()
+	for pager.More() {
+		page, err := pager.NextPage(callCtx)
+		if err != nil {
+			return nil, b.wrap(opList, object, err)
+		}
+		for _, it := range items(page) {
+			if it != nil {
+				out = append(out, it)
+			}
+		}
+	}
+	return out, nil
+}
+
+// get runs a single read.
+func get[R, T any](ctx context.Context, b *base, resourceGroup, object string,
+	call func(context.Context) (R, error), value func(*R) *T) (*T, error) {
+	callCtx, err := b.admit(ctx, opGet, resourceGroup, false)
+	if err != nil {
+		return nil, b.wrap(opGet, object, err)
+	}
+	resp, err := call(callCtx)
+	if err != nil {
+		return nil, b.wrap(opGet, object, err)
+	}
+	return value(&resp), nil
+}

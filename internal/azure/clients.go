@@ -1,0 +1,246 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/metrics"
+)
+
+// LoadBalancerClient reads and writes load balancers.
+type LoadBalancerClient interface {
+	Get(ctx context.Context, resourceGroup, name string) (*armnetwork.LoadBalancer, error)
+	List(ctx context.Context, resourceGroup string) ([]*armnetwork.LoadBalancer, error)
+	// CreateOrUpdate PUTs lb, with If-Match: etag when etag is non-empty, waits
+	// for the long-running operation and returns the resulting resource.
+	CreateOrUpdate(ctx context.Context, resourceGroup, name string, lb armnetwork.LoadBalancer, etag string) (*armnetwork.LoadBalancer, error)
+	Delete(ctx context.Context, resourceGroup, name string) error
+}
+
+// BackendPoolClient reads and writes load balancer backend address pools.
+type BackendPoolClient interface {
+	Get(ctx context.Context, resourceGroup, loadBalancer, pool string) (*armnetwork.BackendAddressPool, error)
+	List(ctx context.Context, resourceGroup, loadBalancer string) ([]*armnetwork.BackendAddressPool, error)
+	CreateOrUpdate(ctx context.Context, resourceGroup, loadBalancer, pool string, p armnetwork.BackendAddressPool, etag string) (*armnetwork.BackendAddressPool, error)
+	Delete(ctx context.Context, resourceGroup, loadBalancer, pool string) error
+}
+
+// PublicIPClient reads and writes public IP addresses.
+type PublicIPClient interface {
+	Get(ctx context.Context, resourceGroup, name string) (*armnetwork.PublicIPAddress, error)
+	List(ctx context.Context, resourceGroup string) ([]*armnetwork.PublicIPAddress, error)
+	CreateOrUpdate(ctx context.Context, resourceGroup, name string, pip armnetwork.PublicIPAddress, etag string) (*armnetwork.PublicIPAddress, error)
+	Delete(ctx context.Context, resourceGroup, name string) error
+}
+
+// SubnetClient reads subnets.
+type SubnetClient interface {
+	Get(ctx context.Context, resourceGroup, vnet, subnet string) (*armnetwork.Subnet, error)
+}
+
+// DefaultPollFrequency is how often writes poll their long-running operation
+// when ARM sends no Retry-After (azcore refuses less than 1s outside tests).
+const DefaultPollFrequency = time.Second
+
+// DefaultSource is the metrics source label when ClientOptions.Source is
+// empty.
+const DefaultSource = "azlb"
+
+// ClientOptions tunes NewClients. The zero value is the production setup.
+type ClientOptions struct {
+	// Clock drives throttle gates, rate limiters and metric durations.
+	// Default: the real clock.
+	Clock clock.PassiveClock
+	// Transport replaces the HTTP transport of both ARM and AAD requests.
+	// When set, caCertFile is not consulted. Default: the SDK's client, or
+	// one trusting caCertFile in addition to the system roots.
+	Transport policy.Transporter
+	// Credential replaces the credential built from azure.json.
+	Credential azcore.TokenCredential
+	// PollFrequency is the LRO polling interval. Default DefaultPollFrequency.
+	PollFrequency time.Duration
+	// Source is the metrics "source" label. Default DefaultSource.
+	Source string
+	// RetryDelay, when non-zero, replaces the SDK retry policy's base delay
+	// (tests make SDK retries fast with it). Production leaves it zero.
+	RetryDelay time.Duration
+}
+
+// Clients is the set of ARM clients every controller uses. Each client has
+// its own throttle gates (one for reads, one for writes) and its own
+// token-bucket rate limiters. It is safe for concurrent use.
+type Clients struct {
+	LoadBalancer LoadBalancerClient
+	BackendPool  BackendPoolClient
+	PublicIP     PublicIPClient
+	Subnet       SubnetClient
+
+	subscriptionID string
+	cred           azcore.TokenCredential
+	armOptions     func(client string) *arm.ClientOptions
+	ownTransport   *http.Client
+}
+
+// String describes the clients without any credential material.
+func (c *Clients) String() string {
+	return fmt.Sprintf("azure.Clients{subscription: %s}", c.subscriptionID)
+}
+
+// SubscriptionID is the subscription the clients address.
+func (c *Clients) SubscriptionID() string { return c.subscriptionID }
+
+// Credential is the token credential the clients use, for building further
+// ARM clients.
+func (c *Clients) Credential() azcore.TokenCredential { return c.cred }
+
+// ARMClientOptions returns options for building another armnetwork client with
+// the same cloud, transport, SDK retry policy, metrics and a fresh pair of
+// throttle gates named client. Client-side rate limiting is not included (it
+// is applied by the methods of this package's clients).
+func (c *Clients) ARMClientOptions(client string) *arm.ClientOptions { return c.armOptions(client) }
+
+// Close releases idle connections of the HTTP client NewClients built (none
+// when a Transport was injected).
+func (c *Clients) Close() {
+	if c.ownTransport != nil {
+		c.ownTransport.CloseIdleConnections()
+	}
+}
+
+// NewClients builds the ARM clients from azure.json settings: the cloud and
+// endpoints, the credential, the SDK retry policy (cloudProviderBackoff*),
+// the throttle gates and the client-side rate limits
+// (cloudProviderRateLimit*, loadBalancerRateLimit, publicIPAddressRateLimit).
+func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*Clients, error) {
+	if cfg == nil {
+		return nil, errors.New("azure clients: nil config")
+	}
+	if cfg.SubscriptionID == "" {
+		return nil, errors.New("azure clients: subscriptionId is required")
+	}
+	logger := klog.FromContext(ctx)
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	pollFrequency := opts.PollFrequency
+	if pollFrequency <= 0 {
+		pollFrequency = DefaultPollFrequency
+	}
+	source := opts.Source
+	if source == "" {
+		source = DefaultSource
+	}
+	cs, err := resolveCloud(cfg.AuthConfig)
+	if err != nil {
+		return nil, fmt.Errorf("azure clients: %w", err)
+	}
+	c := &Clients{subscriptionID: cfg.SubscriptionID}
+	transport := opts.Transport
+	if transport == nil {
+		hc, err := newHTTPClient(cfg.CACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("azure clients: %w", err)
+		}
+		if hc != nil {
+			transport, c.ownTransport = hc, hc
+		}
+	}
+	coreOpts := azcore.ClientOptions{Cloud: cs.cloud, Transport: transport}
+	c.cred = opts.Credential
+	if c.cred == nil {
+		c.cred, err = newCredential(logger, cfg, coreOpts, cs.disableInstanceDiscovery)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("azure clients: %w", err)
+		}
+	}
+	if cfg.CloudProviderBackoff && (cfg.CloudProviderBackoffExponent != 0 || cfg.CloudProviderBackoffJitter != 0) {
+		logger.V(2).Info("cloudProviderBackoffExponent and cloudProviderBackoffJitter are not used; the Azure SDK retry policy uses its own exponential backoff and jitter")
+	}
+	retry := retryOptions(cfg.BackoffConfig, opts.RetryDelay)
+	c.armOptions = func(client string) *arm.ClientOptions {
+		l := labels{subscriptionID: cfg.SubscriptionID, source: source, metricPrefix: metricName(client)}
+		o := &arm.ClientOptions{
+			ClientOptions: coreOpts,
+			// A controller must not register resource providers on the
+			// subscription (the SDK's registration policy would, on a 409
+			// MissingSubscriptionRegistration).
+			DisableRPRegistration: true,
+		}
+		o.Retry = retry
+		o.Retry.StatusCodes = RetriableStatusCodes()
+		o.Telemetry.ApplicationID = "azlb"
+		o.PerRetryPolicies = []policy.Policy{
+			newThrottlePolicy(client, clk, l),
+			&metricsPolicy{clock: clk, labels: l},
+		}
+		return o
+	}
+	secret := ""
+	if cfg.AuthMethod() == config.AuthMethodClientSecret {
+		secret = cfg.AADClientSecret.Reveal()
+	}
+	newBase := func(client string) *base {
+		return &base{
+			client:        client,
+			metricName:    metricName(client),
+			limiter:       newRateLimiter(client, effectiveRateLimit(cfg, client), clk),
+			pollFrequency: pollFrequency,
+			apiLabels:     metrics.APIRequest{SubscriptionID: cfg.SubscriptionID, Source: source},
+			secret:        secret,
+		}
+	}
+
+	lb, err := armnetwork.NewLoadBalancersClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientLoadBalancer))
+	if err == nil {
+		c.LoadBalancer = &loadBalancerClient{base: newBase(ClientLoadBalancer), c: lb}
+		var bp *armnetwork.LoadBalancerBackendAddressPoolsClient
+		bp, err = armnetwork.NewLoadBalancerBackendAddressPoolsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientBackendPool))
+		c.BackendPool = &backendPoolClient{base: newBase(ClientBackendPool), c: bp}
+	}
+	if err == nil {
+		var pip *armnetwork.PublicIPAddressesClient
+		pip, err = armnetwork.NewPublicIPAddressesClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientPublicIPAddress))
+		c.PublicIP = &publicIPClient{base: newBase(ClientPublicIPAddress), c: pip}
+	}
+	if err == nil {
+		var sn *armnetwork.SubnetsClient
+		sn, err = armnetwork.NewSubnetsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientSubnet))
+		c.Subnet = &subnetClient{base: newBase(ClientSubnet), c: sn}
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("azure clients: %w", redactError(err, secret))
+	}
+	logger.V(2).Info("Azure clients ready", "subscriptionID", cfg.SubscriptionID,
+		"resourceManager", cs.cloud.Services[cloud.ResourceManager].Endpoint, "maxRetries", retry.MaxRetries, "source", source)
+	return c, nil
+}
+
+// metricName is the request-label prefix of a client, e.g. "loadbalancer".
+func metricName(client string) string {
+	switch client {
+	case ClientLoadBalancer:
+		return "loadbalancer"
+	case ClientBackendPool:
+		return "backendpool"
+	case ClientPublicIPAddress:
+		return "publicip"
+	case ClientSubnet:
+		return "subnet"
+	}
+	return client
+}
