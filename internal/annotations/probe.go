@@ -1,0 +1,89 @@
+package annotations
+
+import v1 "k8s.io/api/core/v1"
+
+// ProbeFor returns the effective health probe of a Service port. Each field
+// is resolved on its own, first match wins:
+//
+//   - Protocol: port_{port}_health-probe_protocol, then
+//     azure-load-balancer-health-probe-protocol, then the default.
+//   - Port: port_{port}_health-probe_port, then the default. A port name, or
+//     a number equal to one of the Service's ports, resolves to that Service
+//     port's NodePort; any other number is probed as is.
+//   - RequestPath (Http/Https only, "" for Tcp):
+//     port_{port}_health-probe_request-path, then
+//     azure-load-balancer-health-probe-request-path, then "/healthz" when the
+//     probe targets the Local default port below, else "/".
+//   - IntervalInSeconds and NumberOfProbes: the per-port value, then the
+//     service-wide value, then 5 s and 2.
+//
+// Defaults: an ExternalTrafficPolicy=Cluster Service probes Tcp on the
+// port's NodePort. An ExternalTrafficPolicy=Local Service probes Http on
+// spec.healthCheckNodePort at /healthz (kube-proxy's health check, which
+// only succeeds on nodes running a ready endpoint), for every port.
+//
+// Disabled is set when port_{port}_no_probe_rule or port_{port}_no_lb_rule
+// is true. ProbeFor works for any port, with no per-port overrides for ports
+// that have none.
+func (s *ServiceSpec) ProbeFor(port v1.ServicePort) ProbeSpec {
+	o := s.Ports[port.Port]
+	out := ProbeSpec{
+		Protocol:          ProbeTCP,
+		Port:              port.NodePort,
+		IntervalInSeconds: DefaultProbeIntervalSeconds,
+		NumberOfProbes:    DefaultNumberOfProbes,
+		Disabled:          o.NoProbeRule || o.NoLBRule,
+	}
+	localDefaultPort := false
+	if s.local {
+		out.Protocol = ProbeHTTP
+		out.Port = s.healthCheckNodePort
+		localDefaultPort = true
+	}
+
+	switch {
+	case o.Probe.Protocol != "":
+		out.Protocol = o.Probe.Protocol
+	case s.Probe.Protocol != "":
+		out.Protocol = s.Probe.Protocol
+	}
+	if ref := o.Probe.Port; ref != nil {
+		out.Port = s.resolveProbePort(*ref)
+		localDefaultPort = false
+	}
+	if out.Protocol != ProbeTCP {
+		switch {
+		case o.Probe.RequestPath != "":
+			out.RequestPath = o.Probe.RequestPath
+		case s.Probe.RequestPath != "":
+			out.RequestPath = s.Probe.RequestPath
+		case localDefaultPort:
+			out.RequestPath = LocalProbeRequestPath
+		default:
+			out.RequestPath = DefaultProbeRequestPath
+		}
+	}
+	switch {
+	case o.Probe.IntervalInSeconds != nil:
+		out.IntervalInSeconds = *o.Probe.IntervalInSeconds
+	case s.Probe.IntervalInSeconds != nil:
+		out.IntervalInSeconds = *s.Probe.IntervalInSeconds
+	}
+	switch {
+	case o.Probe.NumberOfProbes != nil:
+		out.NumberOfProbes = *o.Probe.NumberOfProbes
+	case s.Probe.NumberOfProbes != nil:
+		out.NumberOfProbes = *s.Probe.NumberOfProbes
+	}
+	return out
+}
+
+// resolveProbePort maps a health-probe_port value to the port to probe.
+func (s *ServiceSpec) resolveProbePort(ref ProbePortRef) int32 {
+	for _, sp := range s.servicePorts {
+		if (ref.Name != "" && sp.Name == ref.Name) || (ref.Name == "" && sp.Port == ref.Number) {
+			return sp.NodePort
+		}
+	}
+	return ref.Number
+}
