@@ -1,0 +1,79 @@
+// Command azlb-controller-manager is the azlb cloud controller manager: the
+// Kubernetes cloud-provider framework (leader election, secure serving of
+// /metrics and /healthz, the service controller) with the "azure" cloud
+// provider registered, plus azlb's own controllers.
+//
+// This file is wiring only; behaviour lives in internal/.
+package main
+
+import (
+	"net"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/provider"
+)
+
+func main() {
+	provider.Register()
+	opts, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		klog.Fatalf("Unable to initialize command options: %v", err)
+	}
+	// azlb implements only load balancers: run the service controller (and
+	// azlb's own controllers) unless --controllers says otherwise.
+	opts.Generic.Controllers = defaultControllers()
+	opts.KubeCloudShared.CloudProvider.Name = provider.ProviderName
+	// Every server binds to loopback unless told otherwise; azlb serves no
+	// webhooks, so that server is off by default.
+	opts.SecureServing.BindAddress = net.IPv4(127, 0, 0, 1)
+	opts.WebhookServing.BindAddress = net.IPv4(127, 0, 0, 1)
+	opts.WebhookServing.BindPort = 0
+	// Group commit (internal/provider) batches the changes of concurrent
+	// Service syncs into one write per load balancer.
+	opts.ServiceController.ConcurrentServiceSyncs = 10
+
+	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer, controllerInitializers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+	cmd.Use = "azlb-controller-manager"
+	os.Exit(cli.Run(cmd))
+}
+
+func defaultControllers() []string {
+	return []string{names.ServiceLBController}
+}
+
+func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
+	inits := map[string]app.ControllerInitFuncConstructor{}
+	for name, c := range app.DefaultInitFuncConstructors {
+		inits[name] = c
+	}
+	if c, ok := inits[names.ServiceLBController]; ok {
+		c.InitContext.ClientName = "azlb-service-controller"
+		inits[names.ServiceLBController] = c
+	}
+	return inits
+}
+
+func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
+	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
+	if err != nil {
+		klog.Fatalf("Cloud provider could not be initialized: %v", err)
+	}
+	if cloud == nil {
+		klog.Fatalf("Cloud provider %q is not known (only %q is)", cc.Name, provider.ProviderName)
+	}
+	return cloud
+}

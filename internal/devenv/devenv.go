@@ -1,0 +1,206 @@
+// Package devenv starts the ARM emulator, seeds it with the resources a
+// cluster needs (resource group, virtual network, subnet) and builds the
+// azure.json settings and ARM clients that point at it. Tests, benchmarks and
+// the sandbox share it, so all of them reach the emulator exactly as
+// production reaches Azure: through configuration (resourceManagerEndpoint,
+// activeDirectoryAuthorityHost, caCertFile) and the real SDK.
+package devenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/emulator"
+)
+
+// Defaults of the seeded environment.
+const (
+	SubscriptionID = "3f2e1d0c-0000-4000-8000-00000000a21b"
+	ResourceGroup  = "azlb-rg"
+	Location       = "eastus"
+	VnetName       = "azlb-vnet"
+	SubnetName     = "azlb-subnet"
+	VnetCIDR       = "10.0.0.0/8"
+	SubnetCIDR     = "10.240.0.0/16"
+	VnetCIDRv6     = "fd00:10::/48"
+	SubnetCIDRv6   = "fd00:10::/64"
+)
+
+// Env is a running, seeded emulator and the configuration that reaches it.
+type Env struct {
+	Server *emulator.Server
+	// CAFile holds the emulator's CA certificate (PEM).
+	CAFile string
+	// Config is a complete azure.json for the emulator, defaults applied.
+	Config *config.Config
+}
+
+// Emulator is the in-process emulator, for faults and the request log.
+func (e *Env) Emulator() *emulator.Emulator { return e.Server.Emulator() }
+
+// Close stops the emulator.
+func (e *Env) Close() error { return e.Server.Close() }
+
+// Start runs an emulator on a loopback port, writes its CA to dir, seeds
+// it and returns the environment. mutate, if not nil, edits the config
+// (before defaults and validation).
+func Start(ctx context.Context, dir string, opts emulator.Options, mutate func(*config.Config)) (*Env, error) {
+	srv, err := emulator.Start(opts, "", false)
+	if err != nil {
+		return nil, err
+	}
+	env, err := attach(ctx, srv, dir, mutate)
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	return env, nil
+}
+
+func attach(ctx context.Context, srv *emulator.Server, dir string, mutate func(*config.Config)) (*Env, error) {
+	caFile := filepath.Join(dir, "emulator-ca.pem")
+	if err := os.WriteFile(caFile, srv.CACertPEM(), 0o600); err != nil {
+		return nil, fmt.Errorf("write emulator CA: %w", err)
+	}
+	raw := ConfigJSON(srv.URL(), caFile)
+	var cfg config.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, err
+	}
+	cfg.AADClientSecret = config.Secret(emulator.DefaultClientSecret)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("devenv config: %w", err)
+	}
+	env := &Env{Server: srv, CAFile: caFile, Config: &cfg}
+	if err := env.Seed(ctx); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// ConfigJSON is an azure.json for an emulator at url whose CA is in caFile:
+// the same file the sandbox hands the controller.
+func ConfigJSON(url, caFile string) []byte {
+	m := map[string]any{
+		"cloud":                        "AzurePublicCloud",
+		"resourceManagerEndpoint":      url,
+		"activeDirectoryAuthorityHost": url + "/",
+		"caCertFile":                   caFile,
+		"tenantId":                     emulator.DefaultTenantID,
+		"aadClientId":                  emulator.DefaultClientID,
+		"aadClientSecret":              emulator.DefaultClientSecret,
+		"subscriptionId":               SubscriptionID,
+		"resourceGroup":                ResourceGroup,
+		"location":                     Location,
+		"vnetName":                     VnetName,
+		"subnetName":                   SubnetName,
+		"loadBalancerSku":              "standard",
+		"loadBalancerBackendPoolConfigurationType": "nodeIP",
+	}
+	b, _ := json.MarshalIndent(m, "", "  ") // a map of strings always marshals
+	return append(b, '\n')
+}
+
+// Clients builds ARM clients for the environment with the given options
+// (Source defaults to "devenv").
+func (e *Env) Clients(ctx context.Context, opts azure.ClientOptions) (*azure.Clients, error) {
+	if opts.Source == "" {
+		opts.Source = "devenv"
+	}
+	return azure.NewClients(ctx, e.Config, opts)
+}
+
+// Seed creates the resource group, the virtual network and its subnet
+// (dual-stack) if they are missing. It is idempotent.
+func (e *Env) Seed(ctx context.Context) error {
+	clients, err := e.Clients(ctx, azure.ClientOptions{Source: "devenv-seed"})
+	if err != nil {
+		return err
+	}
+	defer clients.Close()
+	if err := e.putResourceGroup(ctx, clients); err != nil {
+		return err
+	}
+	vnets, err := armnetwork.NewVirtualNetworksClient(SubscriptionID, clients.Credential(), clients.ARMClientOptions("devenv-vnet"))
+	if err != nil {
+		return err
+	}
+	poller, err := vnets.BeginCreateOrUpdate(ctx, ResourceGroup, VnetName, armnetwork.VirtualNetwork{
+		Location: to.Ptr(Location),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(VnetCIDR), to.Ptr(VnetCIDRv6)}},
+			Subnets: []*armnetwork.Subnet{{
+				Name: to.Ptr(SubnetName),
+				Properties: &armnetwork.SubnetPropertiesFormat{
+					AddressPrefixes: []*string{to.Ptr(SubnetCIDR), to.Ptr(SubnetCIDRv6)},
+				},
+			}},
+		},
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("seed virtual network: %w", err)
+	}
+	if _, err := poller.PollUntilDone(ctx, &runtimePollOptions); err != nil {
+		return fmt.Errorf("seed virtual network: %w", err)
+	}
+	return nil
+}
+
+// putResourceGroup creates the resource group with a plain ARM request
+// (Microsoft.Resources, api-version 2021-04-01), authenticated like every
+// other call.
+func (e *Env) putResourceGroup(ctx context.Context, clients *azure.Clients) error {
+	tok, err := clients.Credential().GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{strings.TrimSuffix(e.Config.ResourceManagerEndpoint, "/") + "/.default"}})
+	if err != nil {
+		return fmt.Errorf("seed resource group: token: %w", err)
+	}
+	url := fmt.Sprintf("%s/subscriptions/%s/resourcegroups/%s?api-version=2021-04-01", strings.TrimSuffix(e.Server.URL(), "/"), SubscriptionID, ResourceGroup)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader([]byte(`{"location":"`+Location+`"}`)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.HTTPClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("seed resource group: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("seed resource group: %s: %s", resp.Status, body)
+	}
+	return nil
+}
+
+// HTTPClient trusts the emulator's CA.
+func (e *Env) HTTPClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.Server.CACertPEM())
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// runtimePollOptions polls seeding operations once a second (the
+// emulator completes them on the first poll).
+var runtimePollOptions = runtime.PollUntilDoneOptions{Frequency: time.Second}

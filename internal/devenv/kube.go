@@ -1,0 +1,320 @@
+package devenv
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Identities the local API server knows (static tokens). The controller
+// identity is the ServiceAccount deploy/rbac.yaml binds, so it gets exactly
+// the permissions a real deployment gets and nothing more.
+const (
+	AdminUser      = "azlb-admin"
+	ControllerUser = "system:serviceaccount:kube-system:azlb-controller-manager"
+)
+
+// Kube is a local control plane: etcd and kube-apiserver on loopback.
+type Kube struct {
+	Dir string
+	// URL is the API server's https URL.
+	URL string
+	// AdminKubeconfig and ControllerKubeconfig are kubeconfig files for the
+	// two identities.
+	AdminKubeconfig, ControllerKubeconfig string
+
+	adminToken, controllerToken string
+	caPEM                       []byte
+	procs                       []*exec.Cmd
+	exited                      []chan struct{}
+}
+
+// KubeOptions say where the binaries are and where their output goes.
+type KubeOptions struct {
+	// BinDir holds kube-apiserver and etcd (hack/build-tools.sh builds them).
+	BinDir string
+	// Logs receives both processes' output; nil discards it.
+	Logs io.Writer
+}
+
+// StartKube starts etcd and kube-apiserver under dir and waits until the API
+// server is ready.
+func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error) {
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
+			return nil, fmt.Errorf("%w: %s not found in %s", ErrNoBinaries, b, opts.BinDir)
+		}
+	}
+	logs := opts.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	k := &Kube{Dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			k.Stop()
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	if err := k.writePKI(); err != nil {
+		return nil, err
+	}
+	if err := k.start(logs, filepath.Join(opts.BinDir, "etcd"),
+		"--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
+		"--advertise-client-urls", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
+		"--listen-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
+		"--initial-advertise-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
+		"--initial-cluster", "default=http://127.0.0.1:"+strconv.Itoa(etcdPeer),
+		"--unsafe-no-fsync", "--log-level", "warn",
+	); err != nil {
+		return nil, err
+	}
+	k.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	if err := k.start(logs, filepath.Join(opts.BinDir, "kube-apiserver"),
+		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(apiPort),
+		"--tls-cert-file", filepath.Join(dir, "serving.crt"),
+		"--tls-private-key-file", filepath.Join(dir, "serving.key"),
+		"--client-ca-file", filepath.Join(dir, "ca.crt"),
+		// Published in kube-system/extension-apiserver-authentication, which
+		// delegating servers (the controller manager's /metrics) read.
+		"--requestheader-client-ca-file", filepath.Join(dir, "ca.crt"),
+		"--requestheader-allowed-names", "front-proxy-client",
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode", "RBAC",
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", filepath.Join(dir, "sa.key"),
+		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
+		"--service-cluster-ip-range", "10.96.0.0/16",
+		"--enable-priority-and-fairness=false",
+		"--endpoint-reconciler-type", "none", // a loopback address cannot be advertised
+		"--disable-admission-plugins", "ServiceAccount",
+		"--v", "0",
+	); err != nil {
+		return nil, err
+	}
+	if k.AdminKubeconfig, err = k.writeKubeconfig("admin.kubeconfig", k.adminToken); err != nil {
+		return nil, err
+	}
+	if k.ControllerKubeconfig, err = k.writeKubeconfig("controller.kubeconfig", k.controllerToken); err != nil {
+		return nil, err
+	}
+	if err := k.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return k, nil
+}
+
+// RestConfig is the admin's client configuration.
+func (k *Kube) RestConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", k.AdminKubeconfig)
+}
+
+// Stop terminates the API server and etcd (in that order) and waits for them.
+func (k *Kube) Stop() {
+	for i := len(k.procs) - 1; i >= 0; i-- {
+		p := k.procs[i]
+		if p.Process == nil {
+			continue
+		}
+		_ = p.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.exited[i]:
+		case <-time.After(15 * time.Second):
+			_ = p.Process.Kill()
+			<-k.exited[i]
+		}
+	}
+	k.procs, k.exited = nil, nil
+}
+
+func (k *Kube) start(logs io.Writer, bin string, args ...string) error {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", filepath.Base(bin), err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	k.procs = append(k.procs, cmd)
+	k.exited = append(k.exited, done)
+	return nil
+}
+
+func (k *Kube) waitReady(ctx context.Context) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(k.caPEM)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(90 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		for i, done := range k.exited {
+			select {
+			case <-done:
+				return fmt.Errorf("%s exited during start-up (see its log)", filepath.Base(k.procs[i].Path))
+			default:
+			}
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+k.adminToken)
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("readyz: %s", resp.Status)
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("kube-apiserver not ready after 90s: %w", last)
+}
+
+func (k *Kube) writeKubeconfig(name, token string) (string, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: k.URL, CertificateAuthorityData: k.caPEM}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
+	cfg.CurrentContext = "local"
+	path := filepath.Join(k.Dir, name)
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// writePKI writes a CA, the API server's serving certificate, the service
+// account signing key and the static token file.
+func (k *Kube) writePKI() error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "azlb-local-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	k.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP("10.96.0.1")},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		return err
+	}
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	k.adminToken, k.controllerToken = randomToken(), randomToken()
+	tokens := fmt.Sprintf("%s,%s,admin-uid,\"system:masters\"\n%s,%s,controller-uid,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
+		k.adminToken, AdminUser, k.controllerToken, ControllerUser)
+	files := map[string][]byte{
+		"ca.crt":      k.caPEM,
+		"serving.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
+		"serving.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: srvKeyDER}),
+		"sa.key":      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
+		"tokens.csv":  []byte(tokens),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(k.Dir, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b) // crypto/rand never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+// freePorts reserves n distinct loopback ports (released before use, so a
+// race with another process is possible but unlikely).
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// ErrNoBinaries is returned when kube-apiserver or etcd is missing.
+var ErrNoBinaries = errors.New("kube-apiserver or etcd missing (build them with hack/build-tools.sh)")

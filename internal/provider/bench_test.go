@@ -1,0 +1,196 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
+)
+
+// The figures of issue 4, measured against the emulator with 25 ms of
+// latency on every ARM call:
+//
+//	go test -run '^$' -bench 'ColdStart|NodeChurn' -benchtime 1x ./internal/provider/
+const (
+	benchLatency  = 25 * time.Millisecond
+	benchServices = 1000
+	benchNodes    = 500
+	benchWorkers  = 10 // the controller manager's default --concurrent-service-syncs
+)
+
+func benchEnv(b *testing.B) (*devenv.Env, *Provider) {
+	b.Helper()
+	ctx := context.Background()
+	env, err := devenv.Start(ctx, b.TempDir(), emulator.Options{WriteBudget: 1 << 30}, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{
+			{Name: "kubernetes"}, {Name: "lb-2"}, {Name: "lb-3"},
+		}
+		c.MaximumLoadBalancerRuleCount = 1000
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = env.Close() })
+	clients, err := env.Clients(ctx, azure.ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(clients.Close)
+	p, err := New(Options{Config: env.Config, Clients: clients})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env.Emulator().SetLatency(benchLatency)
+	return env, p
+}
+
+func benchNodeList(n int) []*v1.Node {
+	nodes := make([]*v1.Node, n)
+	for i := range nodes {
+		nodes[i] = testNode(fmt.Sprintf("node-%04d", i), fmt.Sprintf("10.240.%d.%d", i/250, i%250+4))
+	}
+	return nodes
+}
+
+func benchServiceList(n int) []*v1.Service {
+	svcs := make([]*v1.Service, n)
+	for i := range svcs {
+		svcs[i] = testService(fmt.Sprintf("svc-%04d", i), fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), nil, 80)
+		svcs[i].UID = types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i))
+	}
+	return svcs
+}
+
+// ensureAll runs EnsureLoadBalancer for every Service with benchWorkers
+// workers, as the service controller does, and returns the statuses.
+func ensureAll(b *testing.B, p *Provider, svcs []*v1.Service, nodes []*v1.Node) []*v1.LoadBalancerStatus {
+	b.Helper()
+	out := make([]*v1.LoadBalancerStatus, len(svcs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for w := 0; w < benchWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				st, err := p.EnsureLoadBalancer(context.Background(), "kubernetes", svcs[i], nodes)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%s: %w", svcs[i].Name, err)
+					}
+					mu.Unlock()
+					continue
+				}
+				out[i] = st
+			}
+		}()
+	}
+	for i := range svcs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+	return out
+}
+
+func armWrites(e *emulator.Emulator) int {
+	n := 0
+	for _, r := range e.Requests() {
+		if r.Kind == "arm" && r.Method != http.MethodGet {
+			n++
+		}
+	}
+	return n
+}
+
+// BenchmarkColdStart: 1,000 LoadBalancer Services on 500 nodes across 3 load
+// balancers, from nothing to every Service with its ingress IP. Reports the
+// wall time, ARM writes per Service, and the writes of a following resync
+// (steady state, must be 0).
+func BenchmarkColdStart(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		env, p := benchEnv(b)
+		svcs, nodes := benchServiceList(benchServices), benchNodeList(benchNodes)
+		env.Emulator().ResetRequests()
+		start := time.Now()
+		statuses := ensureAll(b, p, svcs, nodes)
+		elapsed := time.Since(start)
+		for j, st := range statuses {
+			if st == nil || len(st.Ingress) == 0 || st.Ingress[0].IP == "" {
+				b.Fatalf("service %s has no ingress IP", svcs[j].Name)
+			}
+		}
+		writes := armWrites(env.Emulator())
+
+		env.Emulator().ResetRequests()
+		ensureAll(b, p, svcs, nodes)
+		resyncWrites := armWrites(env.Emulator())
+		if resyncWrites != 0 {
+			b.Errorf("steady-state resync made %d ARM writes, want 0", resyncWrites)
+		}
+		b.ReportMetric(elapsed.Seconds(), "s-to-converge")
+		b.ReportMetric(float64(writes)/benchServices, "writes/service")
+		b.ReportMetric(float64(resyncWrites), "resync-writes")
+	}
+}
+
+// BenchmarkNodeChurn: 100 nodes join a converged cluster of 300 Services;
+// the service controller calls UpdateLoadBalancer for every Service. Reports
+// pool writes per pool (target: at most one per affected pool).
+func BenchmarkNodeChurn(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		env, p := benchEnv(b)
+		svcs, nodes := benchServiceList(300), benchNodeList(benchNodes)
+		ensureAll(b, p, svcs, nodes)
+		more := benchNodeList(benchNodes + 100)
+		env.Emulator().ResetRequests()
+		var wg sync.WaitGroup
+		work := make(chan *v1.Service)
+		for w := 0; w < benchWorkers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for svc := range work {
+					if err := p.UpdateLoadBalancer(context.Background(), "kubernetes", svc, more); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		for _, svc := range svcs {
+			work <- svc
+		}
+		close(work)
+		wg.Wait()
+		pools := map[string]int{}
+		for _, r := range env.Emulator().Requests() {
+			if r.Kind == "arm" && r.Method == http.MethodPut {
+				pools[r.Path]++
+			}
+		}
+		max := 0
+		for _, n := range pools {
+			if n > max {
+				max = n
+			}
+		}
+		b.ReportMetric(float64(len(pools)), "pools-written")
+		b.ReportMetric(float64(max), "max-writes/pool")
+	}
+}

@@ -1,0 +1,112 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+)
+
+// ProviderName is the cloud provider name azlb registers (--cloud-provider).
+const ProviderName = "azure"
+
+// Cloud is the cloudprovider.Interface azlb registers. Only the
+// LoadBalancer part is implemented; Instances, Zones, Clusters and Routes
+// report unsupported, so the cloud node, node lifecycle and route
+// controllers of the framework stay idle.
+type Cloud struct {
+	*Provider
+	Config  *config.Config
+	Clients *azure.Clients
+}
+
+var (
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloudprovider.InformerUser = (*Cloud)(nil)
+)
+
+// Register makes "azure" available to cloudprovider.InitCloudProvider: the
+// factory loads azure.json from the --cloud-config reader and builds the ARM
+// clients.
+func Register() {
+	cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
+		if r == nil {
+			return nil, fmt.Errorf("cloud provider %s: --cloud-config (azure.json) is required", ProviderName)
+		}
+		cfg, err := config.Load(r)
+		if err != nil {
+			return nil, fmt.Errorf("cloud provider %s: %w", ProviderName, err)
+		}
+		return NewCloud(context.Background(), cfg)
+	})
+}
+
+// NewCloud builds the cloud from a loaded configuration.
+func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
+	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "azlb-controller-manager"})
+	if err != nil {
+		return nil, err
+	}
+	p, err := New(Options{Config: cfg, Clients: clients})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
+	return &Cloud{Provider: p, Config: cfg, Clients: clients}, nil
+}
+
+// Initialize wires the event recorder. It is called once by the framework
+// before any controller starts.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	client := clientBuilder.ClientOrDie("azlb-cloud-provider")
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartStructuredLogging(0)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	c.recorder = broadcaster.NewRecorder(recordScheme(), v1.EventSource{Component: "azlb-controller-manager"})
+	go func() {
+		<-stop
+		broadcaster.Shutdown()
+	}()
+}
+
+// SetInformers gives placement a namespace lister.
+func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	c.namespaces = f.Core().V1().Namespaces().Lister()
+}
+
+// LoadBalancer is supported.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.Provider, true }
+
+// Instances is not supported.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 is not supported.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
+
+// Zones is not supported.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not supported.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes is not supported.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// ProviderName is "azure".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is true: azlb tags what it creates with the cluster name.
+func (c *Cloud) HasClusterID() bool { return true }
+
+func recordScheme() *runtime.Scheme { return scheme.Scheme }

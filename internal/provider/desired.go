@@ -1,0 +1,230 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azlb/azlb/internal/annotations"
+)
+
+// lbRef identifies a load balancer and builds the ARM ids of its children.
+type lbRef struct {
+	subscription, resourceGroup, name string
+}
+
+func (r lbRef) id() string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/%s",
+		r.subscription, r.resourceGroup, r.name)
+}
+
+func (r lbRef) childID(kind, name string) string { return r.id() + "/" + kind + "/" + name }
+
+// frontendInput is what the frontend of one IP family points at: a public IP
+// (public load balancer) or a subnet with an optional static private address
+// (internal load balancer).
+type frontendInput struct {
+	family     v1.IPFamily
+	publicIPID string
+	subnetID   string
+	privateIP  string
+}
+
+// serviceLBState is the part of a load balancer one Service owns for one IP
+// family: its frontend, rules and per-port probes. Shared probes and pools are
+// referenced, not owned.
+type serviceLBState struct {
+	frontend *armnetwork.FrontendIPConfiguration
+	rules    []*armnetwork.LoadBalancingRule
+	probes   []*armnetwork.Probe
+	// sharedProbe is set when a rule uses the cluster-wide shared probe.
+	sharedProbe *armnetwork.Probe
+}
+
+// desiredInput carries everything buildServiceLBState needs.
+type desiredInput struct {
+	svc      *v1.Service
+	spec     *annotations.ServiceSpec
+	lb       lbRef
+	frontend frontendInput
+	// poolName is the backend pool the rules send traffic to.
+	poolName string
+	// sharedProbe: clusterServiceLoadBalancerHealthProbeMode is "shared".
+	sharedProbe     bool
+	sharedProbePort int32
+	sharedProbePath string
+	// disableOutboundSNAT mirrors the config (Standard SKU only).
+	disableOutboundSNAT bool
+}
+
+// buildServiceLBState computes the Service's desired frontend, rules and
+// probes for one IP family. It is pure.
+func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
+	svc, spec := in.svc, in.spec
+	fe := frontendName(svc, in.frontend.family)
+	st := &serviceLBState{frontend: buildFrontend(fe, in.frontend)}
+	feID := in.lb.childID("frontendIPConfigurations", fe)
+	poolID := in.lb.childID("backendAddressPools", in.poolName)
+	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+
+	if spec.HAPorts {
+		// One rule for every port and protocol: internal load balancers only
+		// (annotations.Parse rejects HA ports on public Services).
+		name := frontendBaseName(svc) + "-HA" + familySuffix(in.frontend.family)
+		rule := &armnetwork.LoadBalancingRule{
+			Name: to.Ptr(name),
+			Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+				Protocol:                to.Ptr(armnetwork.TransportProtocolAll),
+				FrontendPort:            to.Ptr[int32](0),
+				BackendPort:             to.Ptr[int32](0),
+				FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(feID)},
+				BackendAddressPool:      &armnetwork.SubResource{ID: to.Ptr(poolID)},
+				EnableFloatingIP:        to.Ptr(spec.EnableFloatingIP),
+				EnableTCPReset:          to.Ptr(spec.EnableTCPReset),
+				IdleTimeoutInMinutes:    spec.TCPIdleTimeoutMinutes,
+				LoadDistribution:        to.Ptr(armnetwork.LoadDistributionDefault),
+			},
+		}
+		if len(svc.Spec.Ports) > 0 {
+			probe, err := in.probeFor(svc.Spec.Ports[0], name, local)
+			if err != nil {
+				return nil, err
+			}
+			st.attachProbe(rule, probe, in.lb)
+		}
+		st.rules = append(st.rules, rule)
+		return st, nil
+	}
+
+	for _, port := range svc.Spec.Ports {
+		ov := spec.Port(port.Port)
+		if ov.NoLBRule {
+			continue
+		}
+		proto, err := transportProtocol(port.Protocol)
+		if err != nil {
+			return nil, fmt.Errorf("service %s/%s port %d: %w", svc.Namespace, svc.Name, port.Port, err)
+		}
+		name := ruleName(svc, port.Protocol, port.Port, in.frontend.family)
+		backendPort := port.Port
+		if !spec.EnableFloatingIP {
+			backendPort = port.NodePort
+		}
+		props := &armnetwork.LoadBalancingRulePropertiesFormat{
+			Protocol:                to.Ptr(proto),
+			FrontendPort:            to.Ptr(port.Port),
+			BackendPort:             to.Ptr(backendPort),
+			FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(feID)},
+			BackendAddressPool:      &armnetwork.SubResource{ID: to.Ptr(poolID)},
+			EnableFloatingIP:        to.Ptr(spec.EnableFloatingIP),
+			LoadDistribution:        to.Ptr(armnetwork.LoadDistributionDefault),
+		}
+		if proto == armnetwork.TransportProtocolTCP {
+			props.EnableTCPReset = to.Ptr(spec.EnableTCPReset)
+			props.IdleTimeoutInMinutes = spec.TCPIdleTimeoutMinutes
+		}
+		if in.frontend.publicIPID != "" && in.disableOutboundSNAT {
+			props.DisableOutboundSnat = to.Ptr(true)
+		}
+		rule := &armnetwork.LoadBalancingRule{Name: to.Ptr(name), Properties: props}
+		if !ov.NoProbeRule {
+			probe, err := in.probeFor(port, name, local)
+			if err != nil {
+				return nil, err
+			}
+			st.attachProbe(rule, probe, in.lb)
+		}
+		st.rules = append(st.rules, rule)
+	}
+	return st, nil
+}
+
+// probeFor returns the probe a rule uses: the shared probe for Cluster
+// Services in shared mode, otherwise the port's effective probe named after
+// the rule. nil means no probe (the node port is not allocated yet or the
+// probe is disabled).
+func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) (*armnetwork.Probe, error) {
+	if in.sharedProbe && !local {
+		return &armnetwork.Probe{
+			Name: to.Ptr(SharedProbeName),
+			Properties: &armnetwork.ProbePropertiesFormat{
+				Protocol:          to.Ptr(armnetwork.ProbeProtocolHTTP),
+				Port:              to.Ptr(in.sharedProbePort),
+				RequestPath:       to.Ptr(in.sharedProbePath),
+				IntervalInSeconds: to.Ptr[int32](5),
+				NumberOfProbes:    to.Ptr[int32](2),
+				ProbeThreshold:    to.Ptr[int32](2),
+			},
+		}, nil
+	}
+	ps := in.spec.ProbeFor(port)
+	if ps.Disabled || ps.Port == 0 {
+		return nil, nil
+	}
+	props := &armnetwork.ProbePropertiesFormat{
+		Protocol:          to.Ptr(armnetwork.ProbeProtocol(ps.Protocol)),
+		Port:              to.Ptr(ps.Port),
+		IntervalInSeconds: to.Ptr(ps.IntervalInSeconds),
+		NumberOfProbes:    to.Ptr(ps.NumberOfProbes),
+		ProbeThreshold:    to.Ptr(ps.NumberOfProbes),
+	}
+	if ps.RequestPath != "" {
+		props.RequestPath = to.Ptr(ps.RequestPath)
+	}
+	return &armnetwork.Probe{Name: to.Ptr(name), Properties: props}, nil
+}
+
+func (st *serviceLBState) attachProbe(rule *armnetwork.LoadBalancingRule, probe *armnetwork.Probe, lb lbRef) {
+	if probe == nil {
+		return
+	}
+	rule.Properties.Probe = &armnetwork.SubResource{ID: to.Ptr(lb.childID("probes", *probe.Name))}
+	if *probe.Name == SharedProbeName {
+		st.sharedProbe = probe
+		return
+	}
+	for _, p := range st.probes {
+		if strings.EqualFold(*p.Name, *probe.Name) {
+			return
+		}
+	}
+	st.probes = append(st.probes, probe)
+}
+
+func buildFrontend(name string, in frontendInput) *armnetwork.FrontendIPConfiguration {
+	props := &armnetwork.FrontendIPConfigurationPropertiesFormat{}
+	if in.publicIPID != "" {
+		props.PublicIPAddress = &armnetwork.PublicIPAddress{ID: to.Ptr(in.publicIPID)}
+	} else {
+		props.Subnet = &armnetwork.Subnet{ID: to.Ptr(in.subnetID)}
+		props.PrivateIPAddressVersion = to.Ptr(ipVersion(in.family))
+		if in.privateIP != "" {
+			props.PrivateIPAllocationMethod = to.Ptr(armnetwork.IPAllocationMethodStatic)
+			props.PrivateIPAddress = to.Ptr(in.privateIP)
+		} else {
+			props.PrivateIPAllocationMethod = to.Ptr(armnetwork.IPAllocationMethodDynamic)
+		}
+	}
+	return &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: props}
+}
+
+func ipVersion(f v1.IPFamily) armnetwork.IPVersion {
+	if f == v1.IPv6Protocol {
+		return armnetwork.IPVersionIPv6
+	}
+	return armnetwork.IPVersionIPv4
+}
+
+func transportProtocol(p v1.Protocol) (armnetwork.TransportProtocol, error) {
+	switch p {
+	case v1.ProtocolTCP, "":
+		return armnetwork.TransportProtocolTCP, nil
+	case v1.ProtocolUDP:
+		return armnetwork.TransportProtocolUDP, nil
+	default:
+		return "", fmt.Errorf("protocol %q is not supported by Azure Load Balancer (TCP or UDP)", p)
+	}
+}

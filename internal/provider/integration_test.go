@@ -1,0 +1,376 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
+)
+
+// harness is a provider wired to a seeded in-process emulator.
+type harness struct {
+	env      *devenv.Env
+	p        *Provider
+	recorder *record.FakeRecorder
+}
+
+func newHarness(t *testing.T, mutate func(*config.Config)) *harness {
+	t.Helper()
+	ctx := context.Background()
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{}, mutate)
+	if err != nil {
+		t.Fatalf("devenv: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Close() })
+	clients, err := env.Clients(ctx, azure.ClientOptions{})
+	if err != nil {
+		t.Fatalf("clients: %v", err)
+	}
+	t.Cleanup(clients.Close)
+	rec := record.NewFakeRecorder(100)
+	p, err := New(Options{Config: env.Config, Clients: clients, Recorder: rec})
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	env.Emulator().ResetRequests() // count only what the test does, not the seeding
+	return &harness{env: env, p: p, recorder: rec}
+}
+
+// writes counts ARM writes in the emulator's request log.
+func (h *harness) writes() int {
+	n := 0
+	for _, r := range h.env.Emulator().Requests() {
+		if r.Kind == "arm" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) lb(t *testing.T, name string) *armnetwork.LoadBalancer {
+	t.Helper()
+	lb, err := h.p.clients.LoadBalancer.Get(context.Background(), devenv.ResourceGroup, name)
+	if err != nil {
+		if azure.Classify(err) == azure.ClassStale {
+			return nil
+		}
+		t.Fatalf("get lb %s: %v", name, err)
+	}
+	return lb
+}
+
+func testNode(name, ip string) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}},
+	}
+}
+
+func TestServiceLifecycleAgainstEmulator(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "11111111-2222-3333-4444-555555555555", nil, 80, 443)
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4"), testNode("n2", "10.240.0.5")}
+
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if err != nil {
+		t.Fatalf("EnsureLoadBalancer: %v", err)
+	}
+	if len(st.Ingress) != 1 || st.Ingress[0].IP == "" {
+		t.Fatalf("ingress = %+v, want one IP", st.Ingress)
+	}
+	lb := h.lb(t, "kubernetes")
+	if lb == nil {
+		t.Fatal("load balancer kubernetes not created")
+	}
+	if got := len(lb.Properties.LoadBalancingRules); got != 2 {
+		t.Errorf("rules = %d, want 2", got)
+	}
+	pool := findPool(lb, "kubernetes")
+	if pool == nil || len(pool.Properties.LoadBalancerBackendAddresses) != 2 {
+		t.Fatalf("cluster pool = %+v, want 2 addresses", pool)
+	}
+
+	// Steady state: the same Service and nodes again cost no write.
+	h.env.Emulator().ResetRequests()
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatalf("second EnsureLoadBalancer: %v", err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Fatalf("resync made %d ARM writes, want 0", w)
+	}
+
+	// A node joins: one pool write.
+	h.env.Emulator().ResetRequests()
+	nodes = append(nodes, testNode("n3", "10.240.0.6"))
+	if err := h.p.UpdateLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatalf("UpdateLoadBalancer: %v", err)
+	}
+	if w := h.writes(); w != 1 {
+		t.Fatalf("node add made %d ARM writes, want 1", w)
+	}
+	if got := len(findPool(h.lb(t, "kubernetes"), "kubernetes").Properties.LoadBalancerBackendAddresses); got != 3 {
+		t.Fatalf("pool has %d addresses, want 3", got)
+	}
+
+	status, exists, err := h.p.GetLoadBalancer(ctx, "kubernetes", svc)
+	if err != nil || !exists || status.Ingress[0].IP != st.Ingress[0].IP {
+		t.Fatalf("GetLoadBalancer = %+v, %v, %v", status, exists, err)
+	}
+
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc); err != nil {
+		t.Fatalf("EnsureLoadBalancerDeleted: %v", err)
+	}
+	if lb := h.lb(t, "kubernetes"); lb != nil {
+		t.Fatalf("load balancer still exists with %d frontends", frontendCount(lb))
+	}
+	pips, err := h.p.clients.PublicIP.List(ctx, devenv.ResourceGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pip := range pips {
+		if strings.Contains(deref(pip.Name), frontendBaseName(svc)) {
+			t.Fatalf("owned public IP %s not deleted", deref(pip.Name))
+		}
+	}
+}
+
+func multiSLBConfig(c *config.Config) {
+	c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{
+		{Name: "kubernetes"},
+		{Name: "lb-2", ServiceLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "two"}}},
+		{Name: "lb-3", NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "three"}}},
+	}
+}
+
+func withLabels(n *v1.Node, kv ...string) *v1.Node {
+	n.Labels = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.Labels[kv[i]] = kv[i+1]
+	}
+	return n
+}
+
+func TestMultipleSLBPlacementAndRestart(t *testing.T) {
+	h := newHarness(t, multiSLBConfig)
+	ctx := context.Background()
+	nodes := []*v1.Node{
+		testNode("a1", "10.240.0.10"), testNode("a2", "10.240.0.11"),
+		withLabels(testNode("c1", "10.240.0.20"), "pool", "three"),
+	}
+	svcA := testService("a", "aaaaaaaa-0000-0000-0000-000000000001", nil, 80)
+	svcB := testService("b", "bbbbbbbb-0000-0000-0000-000000000002", nil, 80)
+	svcB.Labels = map[string]string{"tier": "two"}
+	svcC := testService("c", "cccccccc-0000-0000-0000-000000000003", nil, 80, 81)
+	for _, svc := range []*v1.Service{svcA, svcB, svcC} {
+		if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+			t.Fatalf("EnsureLoadBalancer(%s): %v", svc.Name, err)
+		}
+	}
+	// a: all empty, ties go to configuration order -> kubernetes. b: may go
+	// anywhere (kubernetes and lb-3 have no selector, lb-2's matches); lb-2
+	// and lb-3 have the fewest rules (0), order picks lb-2. c: only lb-3 has
+	// no rules -> lb-3.
+	want := map[string]string{"a": "kubernetes", "b": "lb-2", "c": "lb-3"}
+	for svcName, lbName := range want {
+		lb := h.lb(t, lbName)
+		base := map[string]string{"a": frontendBaseName(svcA), "b": frontendBaseName(svcB), "c": frontendBaseName(svcC)}[svcName]
+		if lb == nil || !hasOwnedFrontend(lb, base) {
+			t.Errorf("service %s is not on %s", svcName, lbName)
+		}
+	}
+	// Nodes: c1 matches lb-3's selector; a1 and a2 go to the selector-less
+	// load balancers, one each (fewest nodes).
+	if got := poolNames(findPool(h.lb(t, "lb-3"), "kubernetes")); strings.Join(got, ",") != "c1" {
+		t.Errorf("lb-3 pool = %v, want [c1]", got)
+	}
+	n1, n2 := poolNames(findPool(h.lb(t, "kubernetes"), "kubernetes")), poolNames(findPool(h.lb(t, "lb-2"), "kubernetes"))
+	if len(n1)+len(n2) != 2 || len(n1) != 1 {
+		t.Errorf("kubernetes pool %v, lb-2 pool %v: want a1 and a2 split one each", n1, n2)
+	}
+
+	// Restart: a new provider rebuilds placement from Azure and moves
+	// nothing.
+	clients, err := h.env.Clients(ctx, azure.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clients.Close()
+	p2, err := New(Options{Config: h.env.Config, Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env.Emulator().ResetRequests()
+	for _, svc := range []*v1.Service{svcC, svcB, svcA} { // other order on purpose
+		if _, err := p2.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+			t.Fatalf("after restart, EnsureLoadBalancer(%s): %v", svc.Name, err)
+		}
+	}
+	if w := h.writes(); w != 0 {
+		t.Fatalf("restart made %d ARM writes, want 0", w)
+	}
+}
+
+func TestMultipleSLBPlacementErrorIsAnEvent(t *testing.T) {
+	h := newHarness(t, multiSLBConfig)
+	svc := testService("x", "dddddddd-0000-0000-0000-000000000004", map[string]string{
+		"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-2",
+	}, 80)
+	_, err := h.p.EnsureLoadBalancer(context.Background(), "kubernetes", svc, []*v1.Node{testNode("a1", "10.240.0.10")})
+	if err == nil {
+		t.Fatal("service without the tier=two label placed on lb-2")
+	}
+	select {
+	case ev := <-h.recorder.Events:
+		if !strings.Contains(ev, EventReasonPlacementFailed) || !strings.Contains(ev, "lb-2") {
+			t.Fatalf("event %q, want %s naming lb-2", ev, EventReasonPlacementFailed)
+		}
+	default:
+		t.Fatal("no event recorded")
+	}
+}
+
+func TestBadAnnotationIsAWarningEvent(t *testing.T) {
+	h := newHarness(t, nil)
+	svc := testService("web", "eeeeeeee-0000-0000-0000-000000000005", map[string]string{
+		"service.beta.kubernetes.io/azure-load-balancer-health-probe-interval": "abc",
+	}, 80)
+	_, err := h.p.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nil)
+	if err == nil || !strings.Contains(err.Error(), "health-probe-interval") {
+		t.Fatalf("err = %v, want one naming the annotation", err)
+	}
+	ev := <-h.recorder.Events
+	if !strings.HasPrefix(ev, "Warning "+EventReasonInvalidAnnotation) {
+		t.Fatalf("event %q", ev)
+	}
+	if w := h.writes(); w != 0 {
+		t.Fatalf("invalid Service caused %d writes", w)
+	}
+}
+
+func TestInternalDualStackService(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("db", "ffffffff-0000-0000-0000-000000000006", map[string]string{
+		"service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+	}, 5432)
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	node := testNode("n1", "10.240.0.4")
+	node.Status.Addresses = append(node.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00:10::4"})
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	if err != nil {
+		t.Fatalf("EnsureLoadBalancer: %v", err)
+	}
+	if len(st.Ingress) != 2 || st.Ingress[0].IP == "" || st.Ingress[1].IP == "" {
+		t.Fatalf("ingress = %+v, want an IPv4 and an IPv6 address", st.Ingress)
+	}
+	lb := h.lb(t, "kubernetes-internal")
+	if lb == nil {
+		t.Fatal("internal load balancer not created")
+	}
+	for _, pool := range []string{"kubernetes", "kubernetes-IPv6"} {
+		if got := poolNames(findPool(lb, pool)); len(got) != 1 {
+			t.Errorf("pool %s members %v, want [n1]", pool, got)
+		}
+	}
+	if h.lb(t, "kubernetes") != nil {
+		t.Error("an internal Service created the public load balancer")
+	}
+}
+
+func poolNames(pool *armnetwork.BackendAddressPool) []string {
+	if pool == nil || pool.Properties == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		out = append(out, deref(a.Name))
+	}
+	return out
+}
+
+func TestPublicToInternalMovesAndCleansUp(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "12121212-0000-0000-0000-000000000007", nil, 80)
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	// A user-owned public IP for a second Service, which must survive.
+	userPIP := "user-owned-pip"
+	if _, err := h.p.clients.PublicIP.CreateOrUpdate(ctx, devenv.ResourceGroup, userPIP, armnetwork.PublicIPAddress{
+		Location:   to.Ptr(devenv.Location),
+		SKU:        &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
+		Properties: &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
+	}, ""); err != nil {
+		t.Fatal(err)
+	}
+	other := testService("byo", "34343434-0000-0000-0000-000000000008", map[string]string{"service.beta.kubernetes.io/azure-pip-name": userPIP}, 443)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", other, nodes); err != nil {
+		t.Fatal(err)
+	}
+
+	svc.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if err != nil {
+		t.Fatalf("EnsureLoadBalancer (internal): %v", err)
+	}
+	if len(st.Ingress) != 1 || !strings.HasPrefix(st.Ingress[0].IP, "10.240.") {
+		t.Fatalf("ingress %+v, want a private address from the subnet", st.Ingress)
+	}
+	if lb := h.lb(t, "kubernetes"); lb == nil || hasOwnedFrontend(lb, frontendBaseName(svc)) {
+		t.Fatal("public frontend not removed (or the other Service's load balancer deleted)")
+	}
+	if _, err := h.p.clients.PublicIP.Get(ctx, devenv.ResourceGroup, publicIPName("kubernetes", svc, v1.IPv4Protocol)); azure.Classify(err) != azure.ClassStale {
+		t.Fatalf("owned public IP of the moved Service still exists (err=%v)", err)
+	}
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.p.clients.PublicIP.Get(ctx, devenv.ResourceGroup, userPIP); err != nil {
+		t.Fatalf("user-owned public IP deleted: %v", err)
+	}
+}
+
+func TestMultipleSLBMoveKeepsPublicIP(t *testing.T) {
+	h := newHarness(t, multiSLBConfig)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("a1", "10.240.0.10")}
+	svc := testService("mover", "56565656-0000-0000-0000-000000000009", map[string]string{
+		"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-2",
+	}, 80)
+	svc.Labels = map[string]string{"tier": "two"}
+	st1, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The label no longer matches lb-2's serviceLabelSelector: the Service
+	// moves (the annotation now allows lb-3 too) and keeps its address.
+	svc.Labels = nil
+	svc.Annotations["service.beta.kubernetes.io/azure-load-balancer-configurations"] = "lb-2,lb-3"
+	st2, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if st1.Ingress[0].IP != st2.Ingress[0].IP {
+		t.Fatalf("address changed on move: %s -> %s", st1.Ingress[0].IP, st2.Ingress[0].IP)
+	}
+	if lb := h.lb(t, "lb-2"); lb != nil {
+		t.Fatalf("lb-2 still exists with %d frontends", frontendCount(lb))
+	}
+	if lb := h.lb(t, "lb-3"); lb == nil || !hasOwnedFrontend(lb, frontendBaseName(svc)) {
+		t.Fatal("Service not on lb-3")
+	}
+}

@@ -1,0 +1,458 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/placement"
+)
+
+var _ cloudprovider.LoadBalancer = (*Provider)(nil)
+
+// Callers, as they appear in the lock-wait metric.
+const (
+	callerEnsure  = "EnsureLoadBalancer"
+	callerUpdate  = "UpdateLoadBalancer"
+	callerDeleted = "EnsureLoadBalancerDeleted"
+)
+
+// GetLoadBalancerName returns the name every frontend, rule and probe of the
+// Service starts with.
+func (p *Provider) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return frontendBaseName(svc)
+}
+
+// GetLoadBalancer reports the Service's ingress addresses, if any managed
+// load balancer has a frontend for it.
+func (p *Provider) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	lbName, lb, err := p.findServiceLB(ctx, svc)
+	if err != nil || lb == nil {
+		return nil, false, err
+	}
+	status, err := p.statusOf(ctx, svc, lbName, lb)
+	if err != nil {
+		return nil, true, err
+	}
+	return status, true, nil
+}
+
+// EnsureLoadBalancer creates or updates the Service's frontends, rules and
+// probes, and the cluster backend pools of its load balancer.
+func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return p.reconcile(ctx, callerEnsure, svc, nodes)
+}
+
+// UpdateLoadBalancer brings the cluster backend pools of the Service's load
+// balancer in line with the nodes. It writes nothing when they already match.
+func (p *Provider) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	lbName, lb, err := p.findServiceLB(ctx, svc)
+	if err != nil {
+		return err
+	}
+	if lb == nil {
+		// Not placed yet (or removed by hand): a full reconcile repairs it.
+		_, err := p.reconcile(ctx, callerUpdate, svc, nodes)
+		return err
+	}
+	return p.reconcileServicePools(ctx, callerUpdate, lbName, svc, nodes, serviceFamilies(svc))
+}
+
+// servicePoolNames are the pools the Service's rules send traffic to: its
+// dedicated pools for a Local Service in multiple-SLB mode, otherwise the
+// cluster pools.
+func (p *Provider) servicePoolNames(svc *v1.Service, families []v1.IPFamily) []string {
+	out := make([]string, 0, len(families))
+	for _, fam := range families {
+		if p.usesLocalPool(svc) {
+			out = append(out, localServicePoolName(svc.Namespace, svc.Name, fam))
+		} else {
+			out = append(out, clusterPoolName(p.clusterName(), fam))
+		}
+	}
+	return out
+}
+
+// reconcileServicePools brings the pools the Service uses in line: the
+// cluster pools with the load balancer's nodes, or the Service's dedicated
+// pools with the nodes running its endpoints.
+func (p *Provider) reconcileServicePools(ctx context.Context, caller, lbName string, svc *v1.Service, nodes []*v1.Node, families []v1.IPFamily) error {
+	if p.usesLocalPool(svc) {
+		return p.reconcileLocalPools(ctx, caller, lbName, svc, p.eligibleNodes(nodes), families)
+	}
+	return p.reconcilePools(ctx, caller, lbName, nodes, families)
+}
+
+// EnsureLoadBalancerDeleted removes the Service's frontends, rules and
+// probes from every managed load balancer, deletes a load balancer left
+// without frontends, and deletes the public IPs azlb created for the
+// Service. It does not depend on the Service's annotations being valid.
+func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	if err := p.ensureRebuilt(ctx); err != nil {
+		return err
+	}
+	base := frontendBaseName(svc)
+	if err := p.removeFromLBs(ctx, callerDeleted, svc, ""); err != nil {
+		return err
+	}
+	if err := p.deleteOwnedPublicIPs(ctx, svc); err != nil {
+		return err
+	}
+	p.unregisterLocal(svc)
+	p.state.RemoveService(base)
+	return nil
+}
+
+// reconcile is the full EnsureLoadBalancer path.
+func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	log := logger(ctx).WithValues("service", serviceKey(svc))
+	if err := p.ensureRebuilt(ctx); err != nil {
+		return nil, err
+	}
+	spec, err := annotations.Parse(svc)
+	if err != nil {
+		p.event(svc, v1.EventTypeWarning, EventReasonInvalidAnnotation, "Invalid load balancer annotations: %v", err)
+		return nil, err
+	}
+	if len(spec.Unsupported) > 0 {
+		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
+	}
+	families := serviceFamilies(svc)
+	lbName, configName, err := p.chooseLB(ctx, svc, spec)
+	if err != nil {
+		return nil, err
+	}
+	base := frontendBaseName(svc)
+	// Public IPs the Service's frontends use now: any of them it no longer
+	// uses after this reconcile (public -> internal, a family dropped, a
+	// different azure-pip-name) is deleted if azlb owns it.
+	previousPIPs, err := p.servicePublicIPs(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+
+	// Frontend targets: public IPs are ensured here, outside the lock.
+	inputs := make([]frontendInput, 0, len(families))
+	ingress := map[v1.IPFamily]string{}
+	keepPIPs := map[string]bool{}
+	for _, fam := range families {
+		in := frontendInput{family: fam}
+		if spec.Internal {
+			subnet := spec.InternalSubnet
+			if subnet == "" {
+				subnet = p.cfg.SubnetName
+			}
+			if subnet == "" || p.cfg.VnetName == "" {
+				return nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", serviceKey(svc), annotations.KeyInternalSubnet)
+			}
+			in.subnetID = p.subnetID(subnet)
+			in.privateIP = requestedAddress(svc, spec, fam)
+		} else {
+			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
+			if err != nil {
+				p.event(svc, v1.EventTypeWarning, EventReasonPublicIPNotFound, "%v", err)
+				return nil, err
+			}
+			in.publicIPID = pip.id
+			ingress[fam] = pip.address
+			keepPIPs[strings.ToLower(pip.id)] = true
+		}
+		inputs = append(inputs, in)
+	}
+
+	pools := p.servicePoolNames(svc, families)
+	ref := p.ref(lbName)
+	maxRules := p.cfg.MaximumLoadBalancerRuleCount
+	mutate := func(lb *armnetwork.LoadBalancer) (bool, error) {
+		states := make([]*serviceLBState, 0, len(inputs))
+		newRules := 0
+		for i, in := range inputs {
+			st, err := buildServiceLBState(desiredInput{
+				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
+				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
+				sharedProbePort:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
+				sharedProbePath:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
+				disableOutboundSNAT: deref(p.cfg.DisableOutboundSNAT),
+			})
+			if err != nil {
+				return false, err
+			}
+			newRules += len(st.rules)
+			states = append(states, st)
+		}
+		if maxRules > 0 {
+			if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
+				return false, &RuleLimitError{LoadBalancer: deref(lb.Name), Service: serviceKey(svc), Rules: total, Limit: maxRules}
+			}
+		}
+		return applyService(lb, base, states, pools, localPoolNames(svc)), nil
+	}
+	// A Service that moves (another load balancer, or public <-> internal)
+	// leaves its old load balancer first: its public IP or static private IP
+	// can be referenced by one frontend only.
+	if err := p.removeFromLBs(ctx, caller, svc, lbName); err != nil {
+		return nil, err
+	}
+	lb, err := p.committer.apply(ctx, lbName, caller, true, mutate)
+	if err != nil {
+		var rl *RuleLimitError
+		if errors.As(err, &rl) {
+			p.event(svc, v1.EventTypeWarning, EventReasonRuleLimitExceeded, "%v", err)
+		}
+		return nil, err
+	}
+	if configName != "" {
+		p.state.MoveService(base, configName)
+	}
+
+	// Public IPs it no longer uses (public -> internal, a family dropped)
+	// are deleted once no frontend references them.
+	if err := p.deleteOrphanedPublicIPs(ctx, svc, previousPIPs, keepPIPs); err != nil {
+		return nil, err
+	}
+	p.registerLocal(svc, lbName, families)
+	if err := p.reconcileServicePools(ctx, caller, lbName, svc, nodes, families); err != nil {
+		return nil, err
+	}
+	if spec.Internal {
+		for _, fam := range families {
+			ingress[fam] = frontendPrivateIP(lb, frontendName(svc, fam))
+		}
+	}
+	return ingressStatus(families, ingress), nil
+}
+
+// RuleLimitError: placing the Service would exceed maximumLoadBalancerRuleCount.
+type RuleLimitError struct {
+	LoadBalancer, Service string
+	Rules, Limit          int
+}
+
+func (e *RuleLimitError) Error() string {
+	return fmt.Sprintf("service %s: load balancer %s would have %d rules, more than maximumLoadBalancerRuleCount (%d)", e.Service, e.LoadBalancer, e.Rules, e.Limit)
+}
+
+func ownedRuleCount(lb *armnetwork.LoadBalancer, base string) int {
+	n := 0
+	if lb.Properties != nil {
+		for _, r := range lb.Properties.LoadBalancingRules {
+			if ownsName(base, deref(r.Name)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// removeFromLBs removes the Service's frontends from every managed load
+// balancer other than except.
+func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Service, except string) error {
+	base := frontendBaseName(svc)
+	for _, name := range p.managedLBNames() {
+		if strings.EqualFold(name, except) {
+			continue
+		}
+		lb, err := p.getLB(ctx, name)
+		if err != nil {
+			return err
+		}
+		if lb == nil || !hasOwnedFrontend(lb, base) {
+			continue
+		}
+		if _, err := p.committer.apply(ctx, name, caller, false, func(lb *armnetwork.LoadBalancer) (bool, error) {
+			return removeService(lb, base, localPoolNames(svc)), nil
+		}); err != nil {
+			return err
+		}
+		if cfg, _, ok := p.configOf(name); ok && except == "" {
+			p.state.RemoveServiceFrom(cfg, base)
+		}
+		logger(ctx).Info("Removed Service from load balancer", "service", serviceKey(svc), "loadBalancer", name)
+	}
+	return nil
+}
+
+// servicePublicIPs lists (lower-cased) the public IP ids the Service's
+// frontends reference on every managed load balancer.
+func (p *Provider) servicePublicIPs(ctx context.Context, base string) ([]string, error) {
+	var out []string
+	for _, name := range p.managedLBNames() {
+		lb, err := p.getLB(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if lb == nil || lb.Properties == nil {
+			continue
+		}
+		for _, fe := range lb.Properties.FrontendIPConfigurations {
+			if ownsName(base, deref(fe.Name)) && fe.Properties != nil && fe.Properties.PublicIPAddress != nil {
+				out = append(out, strings.ToLower(deref(fe.Properties.PublicIPAddress.ID)))
+			}
+		}
+	}
+	return out, nil
+}
+
+func hasOwnedFrontend(lb *armnetwork.LoadBalancer, base string) bool {
+	if lb.Properties == nil {
+		return false
+	}
+	for _, fe := range lb.Properties.FrontendIPConfigurations {
+		if ownsName(base, deref(fe.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// findServiceLB returns the managed load balancer holding the Service's
+// frontends, or ("", nil, nil).
+func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, *armnetwork.LoadBalancer, error) {
+	if err := p.ensureRebuilt(ctx); err != nil {
+		return "", nil, err
+	}
+	base := frontendBaseName(svc)
+	for _, name := range p.managedLBNames() {
+		lb, err := p.getLB(ctx, name)
+		if err != nil {
+			return "", nil, err
+		}
+		if lb != nil && hasOwnedFrontend(lb, base) {
+			return name, lb, nil
+		}
+	}
+	return "", nil, nil
+}
+
+// chooseLB picks the load balancer for the Service: the default one (or its
+// internal twin) in single mode, the placement result in multiple-SLB mode.
+// configName is "" in single mode.
+func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec) (lbName, configName string, err error) {
+	if p.placer == nil {
+		name := p.cfg.DefaultLoadBalancerName()
+		if spec.Internal {
+			name = internalLBName(name)
+		}
+		return name, "", nil
+	}
+	// Rule counts of the load balancer the Service would use on each
+	// configuration: the public one, or its internal twin.
+	counts := map[string]int{}
+	for _, cfgName := range p.configNames() {
+		lb, err := p.getLB(ctx, placement.LoadBalancerName(cfgName, spec.Internal))
+		if err != nil {
+			return "", "", err
+		}
+		counts[cfgName] = ruleCount(lb)
+	}
+	nsLabels, err := p.namespaceLabels(ctx, svc.Namespace)
+	if err != nil {
+		return "", "", err
+	}
+	current, _ := p.state.ServiceConfig(frontendBaseName(svc))
+	info := placement.ServiceInfo{
+		Key:             serviceKey(svc),
+		NamespaceLabels: nsLabels,
+		ServiceLabels:   svc.Labels,
+		Requested:       spec.LoadBalancerConfigurations,
+		Current:         current,
+	}
+	cfgName, err := p.placer.PlaceService(info, counts)
+	if err != nil {
+		p.event(svc, v1.EventTypeWarning, EventReasonPlacementFailed, "%v", err)
+		return "", "", err
+	}
+	return placement.LoadBalancerName(cfgName, spec.Internal), cfgName, nil
+}
+
+// configOf maps a load balancer name to its configuration name.
+func (p *Provider) configOf(lbName string) (string, bool, bool) {
+	if p.placer == nil {
+		return p.cfg.DefaultLoadBalancerName(), isInternalLBName(lbName), true
+	}
+	return p.placer.ConfigForLoadBalancer(lbName)
+}
+
+// statusOf reads the ingress addresses of the Service's frontends.
+func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *armnetwork.LoadBalancer) (*v1.LoadBalancerStatus, error) {
+	families := serviceFamilies(svc)
+	ingress := map[v1.IPFamily]string{}
+	for _, fam := range families {
+		fe := findFrontend(lb, frontendName(svc, fam))
+		if fe == nil || fe.Properties == nil {
+			continue
+		}
+		if fe.Properties.PublicIPAddress != nil {
+			id := deref(fe.Properties.PublicIPAddress.ID)
+			rg, name, err := resourceGroupAndName(id)
+			if err != nil {
+				return nil, err
+			}
+			pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+			if err != nil {
+				return nil, fmt.Errorf("get public IP %s: %w", id, err)
+			}
+			ingress[fam] = pipAddress(pip)
+		} else {
+			ingress[fam] = deref(fe.Properties.PrivateIPAddress)
+		}
+	}
+	return ingressStatus(families, ingress), nil
+}
+
+func findFrontend(lb *armnetwork.LoadBalancer, name string) *armnetwork.FrontendIPConfiguration {
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	if i := findByName(lb.Properties.FrontendIPConfigurations, name, feNameOf); i >= 0 {
+		return lb.Properties.FrontendIPConfigurations[i]
+	}
+	return nil
+}
+
+func frontendPrivateIP(lb *armnetwork.LoadBalancer, name string) string {
+	fe := findFrontend(lb, name)
+	if fe == nil || fe.Properties == nil {
+		return ""
+	}
+	return deref(fe.Properties.PrivateIPAddress)
+}
+
+func ingressStatus(families []v1.IPFamily, ips map[v1.IPFamily]string) *v1.LoadBalancerStatus {
+	st := &v1.LoadBalancerStatus{}
+	for _, f := range families {
+		if ip := ips[f]; ip != "" {
+			st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: ip})
+		}
+	}
+	return st
+}
+
+// serviceFamilies is the Service's IP families, IPv4 when unset.
+func serviceFamilies(svc *v1.Service) []v1.IPFamily {
+	if len(svc.Spec.IPFamilies) == 0 {
+		return []v1.IPFamily{v1.IPv4Protocol}
+	}
+	return svc.Spec.IPFamilies
+}
+
+// resourceGroupAndName splits an ARM resource id.
+func resourceGroupAndName(id string) (string, string, error) {
+	parts := strings.Split(strings.Trim(id, "/"), "/")
+	rg := ""
+	for i := 0; i+1 < len(parts); i++ {
+		if strings.EqualFold(parts[i], "resourceGroups") {
+			rg = parts[i+1]
+		}
+	}
+	if rg == "" || len(parts) < 2 {
+		return "", "", fmt.Errorf("malformed ARM resource id %q", id)
+	}
+	return rg, parts[len(parts)-1], nil
+}

@@ -1,0 +1,268 @@
+package provider
+
+import (
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// The functions here edit a load balancer object in memory. They are pure and
+// report whether anything changed, so a reconcile that finds Azure already in
+// the desired state makes no write.
+
+// applyService makes lb hold exactly the Service's desired frontends, rules
+// and probes (one state per IP family) and no other children owned by base.
+// Pools named in pools are added (empty) when missing; their addresses are
+// never touched here. Pools named in drop (a Service's dedicated pools it no
+// longer uses) are removed.
+func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBState, pools, drop []string) bool {
+	p := lbProps(lb)
+	changed := false
+
+	var fes []*armnetwork.FrontendIPConfiguration
+	var rules []*armnetwork.LoadBalancingRule
+	var probes []*armnetwork.Probe
+	var shared *armnetwork.Probe
+	for _, st := range want {
+		fes = append(fes, st.frontend)
+		rules = append(rules, st.rules...)
+		probes = append(probes, st.probes...)
+		if st.sharedProbe != nil {
+			shared = st.sharedProbe
+		}
+	}
+
+	var c bool
+	p.FrontendIPConfigurations, c = syncOwned(p.FrontendIPConfigurations, base, fes, feNameOf, frontendEqual)
+	changed = changed || c
+	p.LoadBalancingRules, c = syncOwned(p.LoadBalancingRules, base, rules, ruleNameOf, ruleEqual)
+	changed = changed || c
+	p.Probes, c = syncOwned(p.Probes, base, probes, probeNameOf, probeEqual)
+	changed = changed || c
+	if shared != nil {
+		p.Probes, c = upsert(p.Probes, shared, probeNameOf, probeEqual)
+		changed = changed || c
+	}
+	for _, name := range pools {
+		if findByName(p.BackendAddressPools, name, poolNameOf) < 0 {
+			p.BackendAddressPools = append(p.BackendAddressPools, &armnetwork.BackendAddressPool{Name: to.Ptr(name)})
+			changed = true
+		}
+	}
+	for _, name := range drop {
+		if containsFold(pools, name) {
+			continue
+		}
+		if i := findByName(p.BackendAddressPools, name, poolNameOf); i >= 0 {
+			p.BackendAddressPools = append(p.BackendAddressPools[:i], p.BackendAddressPools[i+1:]...)
+			changed = true
+		}
+	}
+	if pruneSharedProbe(p) {
+		changed = true
+	}
+	return changed
+}
+
+// removeService deletes every frontend, rule and probe owned by base, and
+// the pools named in drop.
+func removeService(lb *armnetwork.LoadBalancer, base string, drop []string) bool {
+	return applyService(lb, base, nil, nil, drop)
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// pruneSharedProbe removes the shared probe when no rule references it.
+func pruneSharedProbe(p *armnetwork.LoadBalancerPropertiesFormat) bool {
+	i := findByName(p.Probes, SharedProbeName, probeNameOf)
+	if i < 0 {
+		return false
+	}
+	for _, r := range p.LoadBalancingRules {
+		if r.Properties != nil && r.Properties.Probe != nil && strings.HasSuffix(strings.ToLower(deref(r.Properties.Probe.ID)), "/probes/"+strings.ToLower(SharedProbeName)) {
+			return false
+		}
+	}
+	p.Probes = append(p.Probes[:i], p.Probes[i+1:]...)
+	return true
+}
+
+// frontendCount is the number of frontends on the load balancer; a load
+// balancer without frontends is deleted.
+func frontendCount(lb *armnetwork.LoadBalancer) int {
+	if lb == nil || lb.Properties == nil {
+		return 0
+	}
+	return len(lb.Properties.FrontendIPConfigurations)
+}
+
+// ruleCount counts load-balancing rules, for placement and the
+// maximumLoadBalancerRuleCount limit.
+func ruleCount(lb *armnetwork.LoadBalancer) int {
+	if lb == nil || lb.Properties == nil {
+		return 0
+	}
+	return len(lb.Properties.LoadBalancingRules)
+}
+
+func lbProps(lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancerPropertiesFormat {
+	if lb.Properties == nil {
+		lb.Properties = &armnetwork.LoadBalancerPropertiesFormat{}
+	}
+	return lb.Properties
+}
+
+// syncOwned replaces the items owned by base with want, keeping every item
+// owned by someone else, in order. Items already equal are kept as they are.
+func syncOwned[T any](have []*T, base string, want []*T, name func(*T) string, equal func(a, b *T) bool) ([]*T, bool) {
+	changed := false
+	out := make([]*T, 0, len(have)+len(want))
+	wanted := map[string]*T{}
+	for _, w := range want {
+		wanted[strings.ToLower(name(w))] = w
+	}
+	seen := map[string]bool{}
+	for _, h := range have {
+		n := strings.ToLower(name(h))
+		if !ownsName(base, n) {
+			out = append(out, h)
+			continue
+		}
+		w, ok := wanted[n]
+		switch {
+		case !ok:
+			changed = true // owned but no longer wanted: drop
+		case equal(h, w):
+			out = append(out, h)
+			seen[n] = true
+		default:
+			out = append(out, w)
+			seen[n] = true
+			changed = true
+		}
+	}
+	for _, w := range want {
+		if !seen[strings.ToLower(name(w))] {
+			out = append(out, w)
+			changed = true
+		}
+	}
+	return out, changed
+}
+
+// upsert adds or replaces one item by name.
+func upsert[T any](have []*T, w *T, name func(*T) string, equal func(a, b *T) bool) ([]*T, bool) {
+	i := findByName(have, name(w), name)
+	if i < 0 {
+		return append(have, w), true
+	}
+	if equal(have[i], w) {
+		return have, false
+	}
+	have[i] = w
+	return have, true
+}
+
+func findByName[T any](items []*T, n string, name func(*T) string) int {
+	for i, it := range items {
+		if strings.EqualFold(name(it), n) {
+			return i
+		}
+	}
+	return -1
+}
+
+func feNameOf(f *armnetwork.FrontendIPConfiguration) string { return deref(f.Name) }
+func ruleNameOf(r *armnetwork.LoadBalancingRule) string     { return deref(r.Name) }
+func probeNameOf(p *armnetwork.Probe) string                { return deref(p.Name) }
+func poolNameOf(p *armnetwork.BackendAddressPool) string    { return deref(p.Name) }
+
+func frontendEqual(a, b *armnetwork.FrontendIPConfiguration) bool {
+	pa, pb := a.Properties, b.Properties
+	if pa == nil || pb == nil {
+		return pa == pb
+	}
+	if !idEqual(subID(pa.PublicIPAddress), subID(pb.PublicIPAddress)) || !idEqual(subnetID(pa.Subnet), subnetID(pb.Subnet)) {
+		return false
+	}
+	if pb.Subnet == nil {
+		return true
+	}
+	if deref(pb.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic {
+		return deref(pa.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic &&
+			deref(pa.PrivateIPAddress) == deref(pb.PrivateIPAddress)
+	}
+	return deref(pa.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic
+}
+
+func ruleEqual(a, b *armnetwork.LoadBalancingRule) bool {
+	pa, pb := a.Properties, b.Properties
+	if pa == nil || pb == nil {
+		return pa == pb
+	}
+	return deref(pa.Protocol) == deref(pb.Protocol) &&
+		deref(pa.FrontendPort) == deref(pb.FrontendPort) &&
+		deref(pa.BackendPort) == deref(pb.BackendPort) &&
+		idEqual(ptrID(pa.FrontendIPConfiguration), ptrID(pb.FrontendIPConfiguration)) &&
+		idEqual(ptrID(pa.BackendAddressPool), ptrID(pb.BackendAddressPool)) &&
+		idEqual(ptrID(pa.Probe), ptrID(pb.Probe)) &&
+		deref(pa.EnableFloatingIP) == deref(pb.EnableFloatingIP) &&
+		deref(pa.EnableTCPReset) == deref(pb.EnableTCPReset) &&
+		deref(pa.DisableOutboundSnat) == deref(pb.DisableOutboundSnat) &&
+		optionalEqual(pa.IdleTimeoutInMinutes, pb.IdleTimeoutInMinutes, 4)
+}
+
+func probeEqual(a, b *armnetwork.Probe) bool {
+	pa, pb := a.Properties, b.Properties
+	if pa == nil || pb == nil {
+		return pa == pb
+	}
+	return strings.EqualFold(string(deref(pa.Protocol)), string(deref(pb.Protocol))) &&
+		deref(pa.Port) == deref(pb.Port) &&
+		deref(pa.RequestPath) == deref(pb.RequestPath) &&
+		optionalEqual(pa.IntervalInSeconds, pb.IntervalInSeconds, 15) &&
+		optionalEqual(pa.NumberOfProbes, pb.NumberOfProbes, 2)
+}
+
+// optionalEqual treats an unset desired value as Azure's default.
+func optionalEqual(have, want *int32, def int32) bool {
+	h, w := def, def
+	if have != nil {
+		h = *have
+	}
+	if want != nil {
+		w = *want
+	}
+	return h == w
+}
+
+func idEqual(a, b string) bool { return strings.EqualFold(a, b) }
+
+func ptrID(s *armnetwork.SubResource) string {
+	if s == nil {
+		return ""
+	}
+	return deref(s.ID)
+}
+
+func subID(p *armnetwork.PublicIPAddress) string {
+	if p == nil {
+		return ""
+	}
+	return deref(p.ID)
+}
+
+func subnetID(s *armnetwork.Subnet) string {
+	if s == nil {
+		return ""
+	}
+	return deref(s.ID)
+}

@@ -1,0 +1,272 @@
+package provider
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/azlb/azlb/internal/annotations"
+)
+
+var testLB = lbRef{subscription: "sub", resourceGroup: "rg", name: "kubernetes"}
+
+func testService(name, uid string, ann map[string]string, ports ...int32) *v1.Service {
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid), Annotations: ann},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer},
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Port: p, Protocol: v1.ProtocolTCP, NodePort: 30000 + p})
+	}
+	return svc
+}
+
+func stateFor(t *testing.T, svc *v1.Service, shared bool) *serviceLBState {
+	t.Helper()
+	spec, err := annotations.Parse(svc)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	st, err := buildServiceLBState(desiredInput{
+		svc: svc, spec: spec, lb: testLB,
+		frontend:    frontendInput{family: v1.IPv4Protocol, publicIPID: "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/pip-" + svc.Name},
+		poolName:    "kubernetes",
+		sharedProbe: shared, sharedProbePort: 10256, sharedProbePath: "/healthz",
+	})
+	if err != nil {
+		t.Fatalf("buildServiceLBState: %v", err)
+	}
+	return st
+}
+
+func TestApplyServiceIsIdempotent(t *testing.T) {
+	svc := testService("web", "11111111-2222-3333-4444-555555555555", nil, 80, 443)
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
+	if !applyService(lb, frontendBaseName(svc), []*serviceLBState{stateFor(t, svc, false)}, []string{"kubernetes"}, nil) {
+		t.Fatal("first apply reported no change")
+	}
+	p := lb.Properties
+	if len(p.FrontendIPConfigurations) != 1 || len(p.LoadBalancingRules) != 2 || len(p.Probes) != 2 || len(p.BackendAddressPools) != 1 {
+		t.Fatalf("got %d frontends, %d rules, %d probes, %d pools; want 1, 2, 2, 1",
+			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools))
+	}
+	// A fresh copy, as read back from ARM, must need no write.
+	again := jsonRoundTrip(t, lb)
+	if applyService(again, frontendBaseName(svc), []*serviceLBState{stateFor(t, svc, false)}, []string{"kubernetes"}, nil) {
+		t.Fatal("second apply of the same desired state reported a change (would cost an ARM write)")
+	}
+}
+
+func TestApplyServiceKeepsOtherServices(t *testing.T) {
+	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
+	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80, 8080)
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
+	applyService(lb, frontendBaseName(a), []*serviceLBState{stateFor(t, a, false)}, []string{"kubernetes"}, nil)
+	applyService(lb, frontendBaseName(b), []*serviceLBState{stateFor(t, b, false)}, []string{"kubernetes"}, nil)
+	if got := len(lb.Properties.LoadBalancingRules); got != 3 {
+		t.Fatalf("rules = %d, want 3", got)
+	}
+	// b drops port 8080: only b's rule and probe for 8080 go.
+	b.Spec.Ports = b.Spec.Ports[:1]
+	if !applyService(lb, frontendBaseName(b), []*serviceLBState{stateFor(t, b, false)}, nil, nil) {
+		t.Fatal("removing a port reported no change")
+	}
+	if got := len(lb.Properties.LoadBalancingRules); got != 2 {
+		t.Fatalf("rules = %d after removing a port, want 2", got)
+	}
+	if !removeService(lb, frontendBaseName(a), nil) {
+		t.Fatal("removeService reported no change")
+	}
+	for _, r := range lb.Properties.LoadBalancingRules {
+		if ownsName(frontendBaseName(a), *r.Name) {
+			t.Fatalf("rule %s of the removed Service is still there", *r.Name)
+		}
+	}
+	if len(lb.Properties.FrontendIPConfigurations) != 1 || len(lb.Properties.Probes) != 1 {
+		t.Fatalf("after removal: %d frontends, %d probes; want 1, 1", len(lb.Properties.FrontendIPConfigurations), len(lb.Properties.Probes))
+	}
+}
+
+func TestSharedProbeIsPrunedWithLastUser(t *testing.T) {
+	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
+	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80)
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
+	applyService(lb, frontendBaseName(a), []*serviceLBState{stateFor(t, a, true)}, nil, nil)
+	applyService(lb, frontendBaseName(b), []*serviceLBState{stateFor(t, b, true)}, nil, nil)
+	if len(lb.Properties.Probes) != 1 || *lb.Properties.Probes[0].Name != SharedProbeName {
+		t.Fatalf("want exactly the shared probe, got %d probes", len(lb.Properties.Probes))
+	}
+	removeService(lb, frontendBaseName(a), nil)
+	if len(lb.Properties.Probes) != 1 {
+		t.Fatal("shared probe removed while b still uses it")
+	}
+	removeService(lb, frontendBaseName(b), nil)
+	if len(lb.Properties.Probes) != 0 {
+		t.Fatal("shared probe kept after its last user left")
+	}
+}
+
+func TestBuildServiceLBStateRules(t *testing.T) {
+	tests := []struct {
+		name      string
+		ann       map[string]string
+		local     bool
+		wantRules int
+		wantProbe []string // probe protocol per rule, "" = none
+		check     func(t *testing.T, st *serviceLBState)
+	}{
+		{name: "defaults: floating IP, TCP probe on node port", wantRules: 1, wantProbe: []string{"Tcp"},
+			check: func(t *testing.T, st *serviceLBState) {
+				r := st.rules[0].Properties
+				if !*r.EnableFloatingIP || *r.BackendPort != 80 || !*r.EnableTCPReset {
+					t.Errorf("floating IP %v backend port %d tcp reset %v; want true, 80, true", *r.EnableFloatingIP, *r.BackendPort, *r.EnableTCPReset)
+				}
+				if *st.probes[0].Properties.Port != 30080 {
+					t.Errorf("probe port %d, want node port 30080", *st.probes[0].Properties.Port)
+				}
+			}},
+		{name: "floating IP off sends traffic to the node port",
+			ann: map[string]string{annotations.KeyDisableFloatingIP: "true"}, wantRules: 1, wantProbe: []string{"Tcp"},
+			check: func(t *testing.T, st *serviceLBState) {
+				if got := *st.rules[0].Properties.BackendPort; got != 30080 {
+					t.Errorf("backend port %d, want 30080", got)
+				}
+			}},
+		{name: "no_lb_rule drops the rule", ann: map[string]string{annotations.PortKey(80, annotations.PortSuffixNoLBRule): "true"}, wantRules: 0},
+		{name: "no_probe_rule keeps the rule without probe", ann: map[string]string{annotations.PortKey(80, annotations.PortSuffixNoProbeRule): "true"}, wantRules: 1, wantProbe: []string{""}},
+		{name: "http probe with path", ann: map[string]string{annotations.KeyProbeProtocol: "http", annotations.KeyProbeRequestPath: "/ready"}, wantRules: 1, wantProbe: []string{"Http"},
+			check: func(t *testing.T, st *serviceLBState) {
+				if got := *st.probes[0].Properties.RequestPath; got != "/ready" {
+					t.Errorf("request path %q", got)
+				}
+			}},
+		{name: "idle timeout", ann: map[string]string{annotations.KeyTCPIdleTimeout: "30"}, wantRules: 1, wantProbe: []string{"Tcp"},
+			check: func(t *testing.T, st *serviceLBState) {
+				if got := *st.rules[0].Properties.IdleTimeoutInMinutes; got != 30 {
+					t.Errorf("idle timeout %d", got)
+				}
+			}},
+		{name: "local service probes healthCheckNodePort over HTTP", local: true, wantRules: 1, wantProbe: []string{"Http"},
+			check: func(t *testing.T, st *serviceLBState) {
+				if got := *st.probes[0].Properties.Port; got != 32000 {
+					t.Errorf("probe port %d, want healthCheckNodePort 32000", got)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := testService("web", "11111111-2222-3333-4444-555555555555", tc.ann, 80)
+			if tc.local {
+				svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+				svc.Spec.HealthCheckNodePort = 32000
+			}
+			st := stateFor(t, svc, false)
+			if len(st.rules) != tc.wantRules {
+				t.Fatalf("rules = %d, want %d", len(st.rules), tc.wantRules)
+			}
+			for i, want := range tc.wantProbe {
+				r := st.rules[i].Properties
+				if want == "" {
+					if r.Probe != nil {
+						t.Errorf("rule %d has probe %s, want none", i, *r.Probe.ID)
+					}
+					continue
+				}
+				if r.Probe == nil {
+					t.Fatalf("rule %d has no probe", i)
+				}
+				if got := string(*st.probes[0].Properties.Protocol); got != want {
+					t.Errorf("probe protocol %s, want %s", got, want)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, st)
+			}
+		})
+	}
+}
+
+func TestBuildServiceLBStateRejectsSCTP(t *testing.T) {
+	svc := testService("web", "11111111-2222-3333-4444-555555555555", nil, 80)
+	svc.Spec.Ports[0].Protocol = v1.ProtocolSCTP
+	spec, err := annotations.Parse(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = buildServiceLBState(desiredInput{svc: svc, spec: spec, lb: testLB, frontend: frontendInput{family: v1.IPv4Protocol, publicIPID: "x"}, poolName: "kubernetes"})
+	if err == nil {
+		t.Fatal("SCTP accepted")
+	}
+}
+
+func TestSyncPoolAddresses(t *testing.T) {
+	vnet := "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet"
+	node := func(name, ip string, taints ...v1.Taint) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{Taints: taints},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	}
+	pool := &armnetwork.BackendAddressPool{Name: to.Ptr("kubernetes")}
+	members := poolMembers([]*v1.Node{node("n2", "10.0.0.2"), node("n1", "10.0.0.1")}, v1.IPv4Protocol)
+	if !syncPoolAddresses(pool, members, vnet) {
+		t.Fatal("empty pool: no change reported")
+	}
+	if syncPoolAddresses(pool, members, vnet) {
+		t.Fatal("same members: change reported")
+	}
+	// A tainted node is Down; the IPv6 family has no members.
+	members = poolMembers([]*v1.Node{node("n1", "10.0.0.1"), node("n2", "10.0.0.2", v1.Taint{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute})}, v1.IPv4Protocol)
+	if !syncPoolAddresses(pool, members, vnet) {
+		t.Fatal("admin state change not detected")
+	}
+	if got := adminStateOf(pool.Properties.LoadBalancerBackendAddresses[1]); got != armnetwork.LoadBalancerBackendAddressAdminStateDown {
+		t.Fatalf("n2 admin state %s, want Down", got)
+	}
+	if got := len(poolMembers([]*v1.Node{node("n1", "10.0.0.1")}, v1.IPv6Protocol)); got != 0 {
+		t.Fatalf("IPv6 members of an IPv4-only node: %d", got)
+	}
+	if !syncPoolAddresses(pool, members[:1], vnet) || len(pool.Properties.LoadBalancerBackendAddresses) != 1 {
+		t.Fatal("removed node still in pool")
+	}
+}
+
+// jsonRoundTrip returns the load balancer as ARM would send it back.
+func jsonRoundTrip(t *testing.T, lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancer {
+	t.Helper()
+	b, err := json.Marshal(lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out armnetwork.LoadBalancer
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+func TestCloneLBLeavesOriginalUntouched(t *testing.T) {
+	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
+	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80)
+	orig := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
+	applyService(orig, frontendBaseName(a), []*serviceLBState{stateFor(t, a, true)}, []string{"kubernetes"}, nil)
+	before, err := json.Marshal(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cloneLB(orig)
+	applyService(c, frontendBaseName(b), []*serviceLBState{stateFor(t, b, true)}, []string{"kubernetes", "kubernetes-IPv6"}, nil)
+	a.Spec.Ports[0].Port = 8080 // a's rule replaced in the clone
+	applyService(c, frontendBaseName(a), []*serviceLBState{stateFor(t, a, false)}, nil, []string{"kubernetes-IPv6"})
+	removeService(c, frontendBaseName(b), nil)
+	after, err := json.Marshal(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Fatalf("mutating the clone changed the original:\nbefore %s\nafter  %s", before, after)
+	}
+}

@@ -1,0 +1,198 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/azure"
+)
+
+// Public IPs are created outside the service-reconcile lock: each Service
+// has its own, so concurrent workers never contend for them.
+
+// publicIP is a public IP a Service's frontend uses.
+type publicIP struct {
+	id, address string
+}
+
+func serviceKey(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
+
+// requestedAddress is the address the user asked for, for one family: the
+// azure-load-balancer-ipv4/ipv6 annotation, else spec.loadBalancerIP when
+// it is of that family.
+func requestedAddress(svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily) string {
+	a := spec.IPv4
+	if family == v1.IPv6Protocol {
+		a = spec.IPv6
+	}
+	if a.IsValid() {
+		return a.String()
+	}
+	if ip, err := netip.ParseAddr(svc.Spec.LoadBalancerIP); err == nil && ip.Is4() == (family == v1.IPv4Protocol) {
+		return ip.String()
+	}
+	return ""
+}
+
+func requestedPIPName(spec *annotations.ServiceSpec, family v1.IPFamily) string {
+	if family == v1.IPv6Protocol {
+		return spec.PIPNameIPv6
+	}
+	return spec.PIPName
+}
+
+// ensurePublicIP returns the public IP the Service's frontend of the family
+// uses, creating an owned one when needed:
+//   - azure-load-balancer-ipv4/-ipv6 or loadBalancerIP: an existing public
+//     IP with that address in the resource group (never created);
+//   - azure-pip-name(-ipv6): that public IP, created (and owned) if missing;
+//   - otherwise <cluster>-<frontend base>[-IPv6], created and owned.
+func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily) (publicIP, error) {
+	rg := p.cfg.ResourceGroup
+	name := requestedPIPName(spec, family)
+	if addr := requestedAddress(svc, spec, family); addr != "" && name == "" {
+		pips, err := p.clients.PublicIP.List(ctx, rg)
+		if err != nil {
+			return publicIP{}, fmt.Errorf("list public IPs in %s: %w", rg, err)
+		}
+		for _, pip := range pips {
+			if pip.Properties != nil && deref(pip.Properties.IPAddress) == addr {
+				return publicIP{id: deref(pip.ID), address: addr}, nil
+			}
+		}
+		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", serviceKey(svc), addr, rg)
+	}
+	if name == "" {
+		name = publicIPName(p.clusterName(), svc, family)
+	}
+	pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+	if err == nil {
+		if got := ipFamilyOfPIP(pip); got != family {
+			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", serviceKey(svc), name, got, family)
+		}
+		return publicIP{id: deref(pip.ID), address: pipAddress(pip)}, nil
+	}
+	if azure.Classify(err) != azure.ClassStale {
+		return publicIP{}, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
+	}
+	want := armnetwork.PublicIPAddress{
+		Location: to.Ptr(p.cfg.Location),
+		SKU: &armnetwork.PublicIPAddressSKU{
+			Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard),
+			Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional),
+		},
+		Tags: map[string]*string{
+			TagServiceName: to.Ptr(serviceKey(svc)),
+			TagClusterName: to.Ptr(p.clusterName()),
+		},
+		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
+			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
+			PublicIPAddressVersion:   to.Ptr(ipVersion(family)),
+		},
+	}
+	if spec.DNSLabelName != "" && family == v1.IPv4Protocol {
+		want.Properties.DNSSettings = &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: to.Ptr(spec.DNSLabelName)}
+	}
+	created, err := p.clients.PublicIP.CreateOrUpdate(ctx, rg, name, want, "")
+	if err != nil {
+		return publicIP{}, fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
+	}
+	logger(ctx).Info("Created public IP", "service", serviceKey(svc), "publicIP", name, "address", pipAddress(created))
+	return publicIP{id: deref(created.ID), address: pipAddress(created)}, nil
+}
+
+// deleteOwnedPublicIPs deletes every public IP azlb created for the Service
+// (tagged with its key and the cluster): the generated names and any named
+// by azure-pip-name(-ipv6). A public IP without azlb's tags belongs to the
+// user and stays.
+func (p *Provider) deleteOwnedPublicIPs(ctx context.Context, svc *v1.Service) error {
+	rg := p.cfg.ResourceGroup
+	names := []string{publicIPName(p.clusterName(), svc, v1.IPv4Protocol), publicIPName(p.clusterName(), svc, v1.IPv6Protocol)}
+	for _, key := range []string{annotations.KeyPIPName, annotations.KeyPIPNameIPv6} {
+		if n := strings.TrimSpace(svc.Annotations[key]); n != "" {
+			names = append(names, n)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[strings.ToLower(name)] {
+			continue
+		}
+		seen[strings.ToLower(name)] = true
+		if err := p.deleteIfOwned(ctx, svc, rg, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteOrphanedPublicIPs deletes, among the public IPs the Service used
+// before (ARM ids), those it no longer uses and that azlb owns.
+func (p *Provider) deleteOrphanedPublicIPs(ctx context.Context, svc *v1.Service, previous []string, keep map[string]bool) error {
+	for _, id := range previous {
+		if keep[id] {
+			continue
+		}
+		rg, name, err := resourceGroupAndName(id)
+		if err != nil {
+			return err
+		}
+		if err := p.deleteIfOwned(ctx, svc, rg, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteIfOwned deletes a public IP if azlb created it for the Service.
+func (p *Provider) deleteIfOwned(ctx context.Context, svc *v1.Service, rg, name string) error {
+	pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+	if err != nil {
+		if azure.Classify(err) == azure.ClassStale {
+			return nil
+		}
+		return fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
+	}
+	if !p.ownsPublicIP(pip, svc) {
+		return nil
+	}
+	if err := p.clients.PublicIP.Delete(ctx, rg, name); err != nil && azure.Classify(err) != azure.ClassStale {
+		return fmt.Errorf("delete public IP %s/%s: %w", rg, name, err)
+	}
+	logger(ctx).Info("Deleted public IP", "service", serviceKey(svc), "publicIP", name)
+	return nil
+}
+
+func (p *Provider) ownsPublicIP(pip *armnetwork.PublicIPAddress, svc *v1.Service) bool {
+	return tagValue(pip.Tags, TagServiceName) == serviceKey(svc) && tagValue(pip.Tags, TagClusterName) == p.clusterName()
+}
+
+func tagValue(tags map[string]*string, key string) string {
+	for k, v := range tags {
+		if strings.EqualFold(k, key) {
+			return deref(v)
+		}
+	}
+	return ""
+}
+
+func pipAddress(pip *armnetwork.PublicIPAddress) string {
+	if pip == nil || pip.Properties == nil {
+		return ""
+	}
+	return deref(pip.Properties.IPAddress)
+}
+
+func ipFamilyOfPIP(pip *armnetwork.PublicIPAddress) v1.IPFamily {
+	if pip != nil && pip.Properties != nil && deref(pip.Properties.PublicIPAddressVersion) == armnetwork.IPVersionIPv6 {
+		return v1.IPv6Protocol
+	}
+	return v1.IPv4Protocol
+}
