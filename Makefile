@@ -43,11 +43,11 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
-sandbox: ## start emulator + apiserver + controller with a demo cluster (issue 7)
-	@echo "make sandbox: not yet — the sandbox lands with issue 7. Today: 'go run ./cmd/azlb-emulator' starts the ARM emulator."
+sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (runs in the background)
+	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN)
 
 sandbox-down: ## stop everything make sandbox started
-	@echo "make sandbox-down: nothing to stop yet"
+	@if [ -x $(BIN)/azlb ]; then $(BIN)/azlb sandbox down --dir .sandbox; else echo "nothing to stop"; fi
 
 clean:
 	rm -rf $(BIN) .sandbox

@@ -45,18 +45,29 @@ const (
 
 // Env is a running, seeded emulator and the configuration that reaches it.
 type Env struct {
+	// Server is the in-process emulator; nil when Connect attached to an
+	// emulator running in another process.
 	Server *emulator.Server
+	// URL is the emulator's base URL (ARM and AAD).
+	URL string
 	// CAFile holds the emulator's CA certificate (PEM).
 	CAFile string
 	// Config is a complete azure.json for the emulator, defaults applied.
 	Config *config.Config
+
+	caPEM []byte
 }
 
 // Emulator is the in-process emulator, for faults and the request log.
 func (e *Env) Emulator() *emulator.Emulator { return e.Server.Emulator() }
 
-// Close stops the emulator.
-func (e *Env) Close() error { return e.Server.Close() }
+// Close stops an in-process emulator.
+func (e *Env) Close() error {
+	if e.Server == nil {
+		return nil
+	}
+	return e.Server.Close()
+}
 
 // Start runs an emulator on a loopback port, writes its CA to dir, seeds
 // it and returns the environment. mutate, if not nil, edits the config
@@ -66,20 +77,32 @@ func Start(ctx context.Context, dir string, opts emulator.Options, mutate func(*
 	if err != nil {
 		return nil, err
 	}
-	env, err := attach(ctx, srv, dir, mutate)
+	caFile := filepath.Join(dir, "emulator-ca.pem")
+	if err := os.WriteFile(caFile, srv.CACertPEM(), 0o600); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("write emulator CA: %w", err)
+	}
+	env, err := attach(ctx, srv.URL(), caFile, srv.CACertPEM(), mutate)
 	if err != nil {
 		_ = srv.Close()
 		return nil, err
 	}
+	env.Server = srv
 	return env, nil
 }
 
-func attach(ctx context.Context, srv *emulator.Server, dir string, mutate func(*config.Config)) (*Env, error) {
-	caFile := filepath.Join(dir, "emulator-ca.pem")
-	if err := os.WriteFile(caFile, srv.CACertPEM(), 0o600); err != nil {
-		return nil, fmt.Errorf("write emulator CA: %w", err)
+// Connect seeds an emulator running elsewhere (azlb-emulator) at url whose
+// CA certificate is in caFile, and returns its environment.
+func Connect(ctx context.Context, url, caFile string, mutate func(*config.Config)) (*Env, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read emulator CA: %w", err)
 	}
-	raw := ConfigJSON(srv.URL(), caFile)
+	return attach(ctx, url, caFile, caPEM, mutate)
+}
+
+func attach(ctx context.Context, url, caFile string, caPEM []byte, mutate func(*config.Config)) (*Env, error) {
+	raw := ConfigJSON(url, caFile)
 	var cfg config.Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, err
@@ -92,7 +115,7 @@ func attach(ctx context.Context, srv *emulator.Server, dir string, mutate func(*
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("devenv config: %w", err)
 	}
-	env := &Env{Server: srv, CAFile: caFile, Config: &cfg}
+	env := &Env{URL: url, CAFile: caFile, Config: &cfg, caPEM: caPEM}
 	if err := env.Seed(ctx); err != nil {
 		return nil, err
 	}
@@ -175,7 +198,7 @@ func (e *Env) putResourceGroup(ctx context.Context, clients *azure.Clients) erro
 	if err != nil {
 		return fmt.Errorf("seed resource group: token: %w", err)
 	}
-	url := fmt.Sprintf("%s/subscriptions/%s/resourcegroups/%s?api-version=2021-04-01", strings.TrimSuffix(e.Server.URL(), "/"), SubscriptionID, ResourceGroup)
+	url := fmt.Sprintf("%s/subscriptions/%s/resourcegroups/%s?api-version=2021-04-01", strings.TrimSuffix(e.URL, "/"), SubscriptionID, ResourceGroup)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader([]byte(`{"location":"`+Location+`"}`)))
 	if err != nil {
 		return err
@@ -197,7 +220,7 @@ func (e *Env) putResourceGroup(ctx context.Context, clients *azure.Clients) erro
 // HTTPClient trusts the emulator's CA.
 func (e *Env) HTTPClient() *http.Client {
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(e.Server.CACertPEM())
+	pool.AppendCertsFromPEM(e.caPEM)
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
 

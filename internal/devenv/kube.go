@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ type Kube struct {
 	// two identities.
 	AdminKubeconfig, ControllerKubeconfig string
 
+	detach                      bool
 	adminToken, controllerToken string
 	caPEM                       []byte
 	procs                       []*exec.Cmd
@@ -58,6 +60,10 @@ type KubeOptions struct {
 	BinDir string
 	// Logs receives both processes' output; nil discards it.
 	Logs io.Writer
+	// Detach lets etcd and kube-apiserver outlive the calling process (the
+	// sandbox): they run in their own session and their pids are written to
+	// <dir>/<name>.pid for StopDetached.
+	Detach bool
 }
 
 // StartKube starts etcd and kube-apiserver under dir and waits until the API
@@ -72,7 +78,7 @@ func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error)
 	if logs == nil {
 		logs = io.Discard
 	}
-	k := &Kube{Dir: dir}
+	k := &Kube{Dir: dir, detach: opts.Detach}
 	ok := false
 	defer func() {
 		if !ok {
@@ -168,9 +174,19 @@ func (k *Kube) Stop() {
 func (k *Kube) start(logs io.Writer, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if k.detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", filepath.Base(bin), err)
+	}
+	if k.detach {
+		pidFile := filepath.Join(k.Dir, filepath.Base(bin)+".pid")
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+			return err
+		}
 	}
 	done := make(chan struct{})
 	go func() {
@@ -318,3 +334,35 @@ func freePorts(n int) ([]int, error) {
 
 // ErrNoBinaries is returned when kube-apiserver or etcd is missing.
 var ErrNoBinaries = errors.New("kube-apiserver or etcd missing (build them with hack/build-tools.sh)")
+
+// StopDetached stops the processes a detached StartKube left running under
+// dir, API server first.
+func StopDetached(dir string) {
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		StopPIDFile(filepath.Join(dir, name+".pid"))
+	}
+}
+
+// StopPIDFile sends SIGTERM to the process in a pid file, waits up to 15s
+// for it to exit (SIGKILL after that) and removes the file.
+func StopPIDFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	defer os.Remove(path)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	if syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return
+	}
+	for i := 0; i < 150; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // polling a foreign process: no channel to wait on
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}

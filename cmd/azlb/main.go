@@ -1,0 +1,149 @@
+// Command azlb is the azlb command-line tool:
+//
+//	azlb sandbox up [--dir .sandbox] [--bin bin]   start the whole system on this machine
+//	azlb sandbox down [--dir .sandbox]             stop it
+//	azlb status [--kubeconfig F] [--cloud-config F] show load balancers, pools and admin state
+//
+// Without flags, status reads the sandbox's .sandbox/kubeconfig and
+// .sandbox/azure.json.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/sandbox"
+	"github.com/azlb/azlb/internal/status"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  azlb sandbox up [--dir .sandbox] [--bin bin]
+  azlb sandbox down [--dir .sandbox]
+  azlb status [--kubeconfig FILE] [--cloud-config FILE]
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch {
+	case args[0] == "sandbox" && len(args) > 1 && args[1] == "up":
+		err = sandboxUp(ctx, args[2:], stdout)
+	case args[0] == "sandbox" && len(args) > 1 && args[1] == "down":
+		err = sandboxDown(args[2:], stdout)
+	case args[0] == "status":
+		err = showStatus(ctx, args[1:], stdout)
+	default:
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "azlb: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sandbox up", flag.ContinueOnError)
+	dir := fs.String("dir", ".sandbox", "directory for the sandbox's files and logs")
+	bin := fs.String("bin", "bin", "directory holding the built binaries")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	binAbs, err := filepath.Abs(*bin)
+	if err != nil {
+		return err
+	}
+	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, Out: out}); err != nil {
+		sandbox.Down(abs)
+		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
+	}
+	fmt.Fprintf(out, `
+The sandbox is running. Try:
+
+  export KUBECONFIG=%[1]s/kubeconfig
+  bin/kubectl get svc -n demo                  # external IPs from the emulated Azure
+  bin/azlb status                              # load balancers, pools, backend admin state
+  bin/kubectl taint node aks-pool1-1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
+  bin/azlb status                              # aks-pool1-1 is Down in every pool
+  bin/kubectl taint node aks-pool1-1 node.kubernetes.io/out-of-service-   # back to None
+
+Files: %[1]s (azure.json, kubeconfig, emulator-ca.pem, logs/). Stop everything with: make sandbox-down
+`, *dir)
+	return nil
+}
+
+func sandboxDown(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sandbox down", flag.ContinueOnError)
+	dir := fs.String("dir", ".sandbox", "directory of the sandbox")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sandbox.Down(*dir)
+	fmt.Fprintln(out, "sandbox stopped")
+	return nil
+}
+
+func showStatus(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", filepath.Join(".sandbox", sandbox.KubeconfigFile), "kubeconfig of the cluster (\"\" to skip Kubernetes)")
+	cloudConfig := fs.String("cloud-config", filepath.Join(".sandbox", sandbox.AzureJSONFile), "azure.json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	cfg, err := config.LoadFile(*cloudConfig)
+	if err != nil {
+		return err
+	}
+	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "azlb-status"})
+	if err != nil {
+		return err
+	}
+	defer clients.Close()
+	var cs kubernetes.Interface
+	if *kubeconfig != "" {
+		rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+		if err != nil {
+			return err
+		}
+		if cs, err = kubernetes.NewForConfig(rc); err != nil {
+			return err
+		}
+	}
+	lbRG := cfg.LoadBalancerResourceGroup
+	if lbRG == "" {
+		lbRG = cfg.ResourceGroup
+	}
+	snap, err := status.Collect(ctx, clients, lbRG, cfg.ResourceGroup, cs)
+	if err != nil {
+		return err
+	}
+	return status.Render(out, snap)
+}

@@ -1,0 +1,242 @@
+// Package sandbox runs the whole of azlb on one machine: the ARM emulator,
+// etcd and kube-apiserver on loopback, and azlb-controller-manager with a
+// small demo cluster. Everything it writes lives under one directory
+// (.sandbox by default); the processes outlive the command that started them
+// and Down stops them.
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/azlb/azlb/internal/devenv"
+)
+
+// Options of Up.
+type Options struct {
+	// Dir receives the kubeconfig, azure.json, the emulator CA, pid files
+	// and logs.
+	Dir string
+	// BinDir holds azlb-emulator, azlb-controller-manager, kube-apiserver
+	// and etcd.
+	BinDir string
+	// Out receives progress lines.
+	Out io.Writer
+}
+
+// Files the sandbox writes under Dir.
+const (
+	KubeconfigFile = "kubeconfig"
+	AzureJSONFile  = "azure.json"
+	EmulatorCAFile = "emulator-ca.pem"
+)
+
+// Up starts everything and creates the demo cluster. It returns once every
+// demo Service has its ingress IP.
+func Up(ctx context.Context, o Options) error {
+	start := time.Now()
+	if running(o.Dir) {
+		return fmt.Errorf("a sandbox is already running in %s: stop it with 'make sandbox-down'", o.Dir)
+	}
+	// The emulator keeps its state in memory, so the cluster starts afresh
+	// too: a previous run's etcd data would describe Azure objects that no
+	// longer exist.
+	for _, stale := range []string{"kube", "logs"} {
+		if err := os.RemoveAll(filepath.Join(o.Dir, stale)); err != nil {
+			return err
+		}
+	}
+	logs := filepath.Join(o.Dir, "logs")
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		return err
+	}
+	step := func(format string, args ...any) {
+		fmt.Fprintf(o.Out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+
+	// 1. The ARM emulator.
+	caFile := filepath.Join(o.Dir, EmulatorCAFile)
+	_ = os.Remove(caFile)
+	emuLog := filepath.Join(logs, "emulator.log")
+	if err := startDetached(o.Dir, "azlb-emulator", emuLog, filepath.Join(o.BinDir, "azlb-emulator"),
+		"--listen", "127.0.0.1:0", "--ca-file", caFile); err != nil {
+		return err
+	}
+	url, err := waitForLine(ctx, emuLog, "https://127.0.0.1:")
+	if err != nil {
+		return fmt.Errorf("emulator did not start (see %s): %w", emuLog, err)
+	}
+	step("ARM emulator serving on %s", url)
+
+	// 2. etcd + kube-apiserver.
+	kubeLog, err := os.Create(filepath.Join(logs, "kube.log"))
+	if err != nil {
+		return err
+	}
+	defer kubeLog.Close()
+	kube, err := devenv.StartKube(ctx, filepath.Join(o.Dir, "kube"), devenv.KubeOptions{BinDir: o.BinDir, Logs: kubeLog, Detach: true})
+	if err != nil {
+		return err
+	}
+	step("kube-apiserver v1.37.1 ready on %s", kube.URL)
+	if err := copyFile(kube.AdminKubeconfig, filepath.Join(o.Dir, KubeconfigFile)); err != nil {
+		return err
+	}
+	rc, err := kube.RestConfig()
+	if err != nil {
+		return err
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+
+	// 3. Seed Azure, write azure.json, apply RBAC, start the controller.
+	env, err := devenv.Connect(ctx, url, caFile, nil)
+	if err != nil {
+		return err
+	}
+	azureJSON := filepath.Join(o.Dir, AzureJSONFile)
+	if err := os.WriteFile(azureJSON, AzureJSON(url, caFile), 0o600); err != nil {
+		return err
+	}
+	step("seeded resource group %s, virtual network %s; wrote %s", env.Config.ResourceGroup, env.Config.VnetName, azureJSON)
+	if err := devenv.ApplyFile(ctx, cs, filepath.Join(o.BinDir, "..", "deploy", "rbac.yaml")); err != nil {
+		return err
+	}
+	kc := kube.ControllerKubeconfig
+	if err := startDetached(o.Dir, "azlb-controller-manager", filepath.Join(logs, "controller.log"), filepath.Join(o.BinDir, "azlb-controller-manager"),
+		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
+		"--leader-elect=false", "--secure-port", "10258", "--v=2"); err != nil {
+		return err
+	}
+	step("azlb-controller-manager started (as ServiceAccount kube-system/azlb-controller-manager)")
+
+	// 4. The demo cluster.
+	if err := createDemo(ctx, cs); err != nil {
+		return err
+	}
+	for _, name := range []string{"web", "api"} {
+		ip, err := waitIngress(ctx, cs, DemoNamespace, name)
+		if err != nil {
+			return fmt.Errorf("service %s/%s got no ingress IP (see %s): %w", DemoNamespace, name, filepath.Join(logs, "controller.log"), err)
+		}
+		step("service %s/%s has ingress IP %s", DemoNamespace, name, ip)
+	}
+	step("sandbox ready")
+	return nil
+}
+
+// Down stops every process Up started and leaves the files in place.
+func Down(dir string) {
+	devenv.StopPIDFile(filepath.Join(dir, "azlb-controller-manager.pid"))
+	devenv.StopDetached(filepath.Join(dir, "kube"))
+	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))
+}
+
+func running(dir string) bool {
+	for _, f := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", filepath.Join("kube", "kube-apiserver.pid")} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && syscall.Kill(pid, 0) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// AzureJSON is the sandbox's azure.json: two Standard load balancers (the
+// second takes the pool2 nodes) and a short local-service update interval.
+func AzureJSON(url, caFile string) []byte {
+	var m map[string]any
+	_ = json.Unmarshal(devenv.ConfigJSON(url, caFile), &m) // ConfigJSON is always a JSON object
+	m["loadBalancerBackendPoolUpdateIntervalInSeconds"] = 2
+	m["multipleStandardLoadBalancerConfigurations"] = []map[string]any{
+		{"name": "kubernetes"},
+		{"name": "lb-pool2", "nodeSelector": map[string]any{"matchLabels": map[string]string{"kubernetes.azure.com/agentpool": "pool2"}}},
+	}
+	b, _ := json.MarshalIndent(m, "", "  ") // maps of JSON values always marshal
+	return append(b, '\n')
+}
+
+func startDetached(dir, name, logPath, bin string, args ...string) error {
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s not built (run 'make build tools'): %w", bin, err)
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// waitForLine waits until the file has a line containing marker and
+// returns the first whitespace-separated word of that line that starts
+// with it.
+func waitForLine(ctx context.Context, path, marker string) (string, error) {
+	var found string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return false, nil
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			for _, w := range strings.Fields(sc.Text()) {
+				if strings.HasPrefix(w, marker) {
+					found = strings.TrimRight(w, ",;")
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	return found, err
+}
+
+func waitIngress(ctx context.Context, cs kubernetes.Interface, ns, name string) (string, error) {
+	var ip string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		svc, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if len(svc.Status.LoadBalancer.Ingress) > 0 {
+			ip = svc.Status.LoadBalancer.Ingress[0].IP
+		}
+		return ip != "", nil
+	})
+	return ip, err
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
+}

@@ -1,0 +1,39 @@
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/azlb/azlb/internal/config"
+)
+
+// The sandbox's azure.json is the file the controller reads: it must load
+// and validate, in multiple-SLB mode with a short update interval.
+func TestAzureJSONIsAValidConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Load(bytes.NewReader(AzureJSON("https://127.0.0.1:1234", writeCA(t, dir))))
+	if err != nil {
+		t.Fatalf("sandbox azure.json does not load: %v", err)
+	}
+	if !cfg.UseMultipleStandardLoadBalancers() || len(cfg.MultipleStandardLoadBalancerConfigurations) != 2 {
+		t.Fatalf("want two load balancer configurations, got %+v", cfg.MultipleStandardLoadBalancerConfigurations)
+	}
+	if cfg.LoadBalancerBackendPoolUpdateIntervalInSeconds != 2 {
+		t.Fatalf("update interval %d, want 2", cfg.LoadBalancerBackendPoolUpdateIntervalInSeconds)
+	}
+}
+
+func writeCA(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "config", "testdata", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,168 @@
+// Package status renders, for a terminal, every load balancer in the
+// cluster's load balancer resource group: frontends with their address and
+// Service, rules, and each pool's backends with their admin state.
+package status
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/azure"
+)
+
+// Snapshot is what Render shows.
+type Snapshot struct {
+	LoadBalancers []*armnetwork.LoadBalancer
+	// PublicIPs maps lower-cased public IP ids to their address.
+	PublicIPs map[string]string
+	// Services maps frontend base names to "namespace/name".
+	Services map[string]string
+	// Nodes maps node names to nodes, for taints; may be empty.
+	Nodes map[string]*v1.Node
+}
+
+// Collect reads the snapshot: load balancers and public IPs from ARM, and,
+// when cs is not nil, Services and nodes from Kubernetes.
+func Collect(ctx context.Context, clients *azure.Clients, lbResourceGroup, pipResourceGroup string, cs kubernetes.Interface) (*Snapshot, error) {
+	lbs, err := clients.LoadBalancer.List(ctx, lbResourceGroup)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers in %s: %w", lbResourceGroup, err)
+	}
+	pips, err := clients.PublicIP.List(ctx, pipResourceGroup)
+	if err != nil {
+		return nil, fmt.Errorf("list public IPs in %s: %w", pipResourceGroup, err)
+	}
+	s := &Snapshot{LoadBalancers: lbs, PublicIPs: map[string]string{}, Services: map[string]string{}, Nodes: map[string]*v1.Node{}}
+	for _, p := range pips {
+		if p.ID != nil && p.Properties != nil && p.Properties.IPAddress != nil {
+			s.PublicIPs[strings.ToLower(*p.ID)] = *p.Properties.IPAddress
+		}
+	}
+	if cs == nil {
+		return s, nil
+	}
+	svcs, err := cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		s.Services[strings.ToLower(cloudprovider.DefaultLoadBalancerName(svc))] = svc.Namespace + "/" + svc.Name
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		s.Nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	return s, nil
+}
+
+// Render writes the snapshot as indented tables.
+func Render(w io.Writer, s *Snapshot) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	lbs := slices.Clone(s.LoadBalancers)
+	slices.SortFunc(lbs, func(a, b *armnetwork.LoadBalancer) int { return cmp.Compare(str(a.Name), str(b.Name)) })
+	if len(lbs) == 0 {
+		fmt.Fprintln(tw, "No load balancers.")
+	}
+	for _, lb := range lbs {
+		p := lb.Properties
+		if p == nil {
+			p = &armnetwork.LoadBalancerPropertiesFormat{}
+		}
+		fmt.Fprintf(tw, "LOAD BALANCER %s\t%d frontends, %d rules, %d probes, %d pools\n", str(lb.Name),
+			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools))
+		fmt.Fprintln(tw, "  FRONTEND\tADDRESS\tSERVICE\tRULES")
+		for _, fe := range p.FrontendIPConfigurations {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), s.service(str(fe.Name)), rulesOf(p, str(fe.Name)))
+		}
+		for _, pool := range p.BackendAddressPools {
+			var addrs []*armnetwork.LoadBalancerBackendAddress
+			if pool.Properties != nil {
+				addrs = pool.Properties.LoadBalancerBackendAddresses
+			}
+			fmt.Fprintf(tw, "  POOL %s\t%d backends\n", str(pool.Name), len(addrs))
+			if len(addrs) > 0 {
+				fmt.Fprintln(tw, "    BACKEND\tIP\tADMIN STATE\tNODE TAINTS")
+			}
+			for _, a := range addrs {
+				ip, state := "", "None"
+				if a.Properties != nil {
+					ip = str(a.Properties.IPAddress)
+					if a.Properties.AdminState != nil && *a.Properties.AdminState != "" {
+						state = string(*a.Properties.AdminState)
+					}
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", str(a.Name), ip, state, s.reasons(str(a.Name)))
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func (s *Snapshot) address(fe *armnetwork.FrontendIPConfiguration) string {
+	if fe.Properties == nil {
+		return "-"
+	}
+	if fe.Properties.PublicIPAddress != nil {
+		if a := s.PublicIPs[strings.ToLower(str(fe.Properties.PublicIPAddress.ID))]; a != "" {
+			return a
+		}
+		return "(public IP " + lastSegment(str(fe.Properties.PublicIPAddress.ID)) + ")"
+	}
+	return cmp.Or(str(fe.Properties.PrivateIPAddress), "-")
+}
+
+func (s *Snapshot) service(frontend string) string {
+	base := strings.ToLower(strings.TrimSuffix(frontend, "-IPv6"))
+	return cmp.Or(s.Services[base], "-")
+}
+
+func (s *Snapshot) reasons(node string) string {
+	n := s.Nodes[node]
+	if n == nil {
+		return "-"
+	}
+	return cmp.Or(strings.Join(adminstate.OutOfServiceReasons(n), ","), "-")
+}
+
+func rulesOf(p *armnetwork.LoadBalancerPropertiesFormat, frontend string) string {
+	var out []string
+	for _, r := range p.LoadBalancingRules {
+		if r.Properties == nil || r.Properties.FrontendIPConfiguration == nil {
+			continue
+		}
+		if !strings.EqualFold(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)), frontend) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s/%d->%d", strings.ToUpper(string(deref(r.Properties.Protocol))), deref(r.Properties.FrontendPort), deref(r.Properties.BackendPort)))
+	}
+	return cmp.Or(strings.Join(out, " "), "-")
+}
+
+func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+func str(p *string) string { return deref(p) }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

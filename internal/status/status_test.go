@@ -1,0 +1,78 @@
+package status
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestRenderShowsServicesRulesAndAdminState(t *testing.T) {
+	lbID := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
+	pipID := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/pip"
+	lb := &armnetwork.LoadBalancer{
+		Name: to.Ptr("kubernetes"),
+		Properties: &armnetwork.LoadBalancerPropertiesFormat{
+			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{
+				Name:       to.Ptr("aabc"),
+				Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(pipID)}},
+			}},
+			LoadBalancingRules: []*armnetwork.LoadBalancingRule{{
+				Name: to.Ptr("aabc-TCP-80"),
+				Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+					Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr[int32](80), BackendPort: to.Ptr[int32](80),
+					FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(lbID + "/frontendIPConfigurations/aabc")},
+				},
+			}},
+			BackendAddressPools: []*armnetwork.BackendAddressPool{{
+				Name: to.Ptr("kubernetes"),
+				Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
+					{Name: to.Ptr("n1"), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("10.0.0.1")}},
+					{Name: to.Ptr("n2"), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("10.0.0.2"), AdminState: to.Ptr(armnetwork.LoadBalancerBackendAddressAdminStateDown)}},
+				}},
+			}},
+		},
+	}
+	snap := &Snapshot{
+		LoadBalancers: []*armnetwork.LoadBalancer{lb},
+		PublicIPs:     map[string]string{strings.ToLower(pipID): "20.40.0.7"},
+		Services:      map[string]string{"aabc": "demo/web"},
+		Nodes: map[string]*v1.Node{"n2": {ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Spec: v1.NodeSpec{Taints: []v1.Taint{
+			{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute},
+		}}}},
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"LOAD BALANCER kubernetes", "20.40.0.7", "demo/web", "TCP/80->80", "POOL kubernetes", "2 backends"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var n1, n2 string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "n1" {
+			n1 = line
+		}
+		if len(f) > 0 && f[0] == "n2" {
+			n2 = line
+		}
+	}
+	if !strings.Contains(n1, "None") || !strings.Contains(n2, "Down") || !strings.Contains(n2, "node.kubernetes.io/out-of-service") {
+		t.Errorf("backend lines: n1=%q n2=%q", n1, n2)
+	}
+}
+
+func TestRenderEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Render(&buf, &Snapshot{}); err != nil || !strings.Contains(buf.String(), "No load balancers") {
+		t.Fatalf("got %q, %v", buf.String(), err)
+	}
+}
