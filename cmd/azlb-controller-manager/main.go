@@ -72,8 +72,10 @@ func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.In
 	if err != nil {
 		klog.Fatalf("Cloud provider could not be initialized: %v", err)
 	}
-	if cloud == nil {
+	az, ok := cloud.(*provider.Cloud)
+	if !ok {
 		klog.Fatalf("Cloud provider %q is not known (only %q is)", cc.Name, provider.ProviderName)
 	}
-	return cloud
+	az.Extensions = extensions()
+	return az
 }

@@ -7,7 +7,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -29,7 +31,25 @@ type Cloud struct {
 	*Provider
 	Config  *config.Config
 	Clients *azure.Clients
+
+	// Extensions start azlb's own controllers (admin state, local service
+	// updater). The framework calls Initialize and SetInformers on the
+	// elected leader only, before the service controller starts, so each
+	// extension runs under the same leader election and is plugged into
+	// the provider before the first Service is reconciled.
+	Extensions []Extension
+
+	client kubernetes.Interface
+	ctx    context.Context
 }
+
+// Extension starts one controller. ctx ends when the controller manager
+// stops leading; informers from f are started by the framework after all
+// extensions ran.
+type Extension func(ctx context.Context, c *Cloud, f informers.SharedInformerFactory, client kubernetes.Interface, recorder record.EventRecorder) error
+
+// Recorder is the event recorder Initialize built.
+func (c *Cloud) Recorder() record.EventRecorder { return c.recorder }
 
 var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
@@ -70,6 +90,8 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 // before any controller starts.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	client := clientBuilder.ClientOrDie("azlb-cloud-provider")
+	c.client = client
+	c.ctx = wait.ContextForChannel(stop)
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartStructuredLogging(0)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -80,9 +102,17 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}()
 }
 
-// SetInformers gives placement a namespace lister.
+// SetInformers gives placement a namespace lister and starts the
+// extensions. An extension that fails to start stops the controller
+// manager: running without it would silently lose a feature azure.json
+// asked for.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.namespaces = f.Core().V1().Namespaces().Lister()
+	for _, ext := range c.Extensions {
+		if err := ext(c.ctx, c, f, c.client, c.recorder); err != nil {
+			klog.Fatalf("Starting azlb controller: %v", err)
+		}
+	}
 }
 
 // LoadBalancer is supported.

@@ -1,0 +1,147 @@
+package localservice
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/provider"
+)
+
+const vnet = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
+
+func node(name string, ips []string, mutate ...func(*v1.Node)) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	for _, ip := range ips {
+		n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	for _, m := range mutate {
+		m(n)
+	}
+	return n
+}
+
+func TestMembersEligibilityAndFamilies(t *testing.T) {
+	now := metav1.Now()
+	nodes := map[string]*v1.Node{
+		"plain":    node("plain", []string{"10.0.0.1", "fd00::1"}),
+		"v6only":   node("v6only", []string{"fd00::2"}),
+		"external": node("external", []string{"10.0.0.3"}, func(n *v1.Node) { n.Status.Addresses[0].Type = v1.NodeExternalIP }),
+		"excluded": node("excluded", []string{"10.0.0.4"}, func(n *v1.Node) { n.Labels[provider.LabelExcludeFromLB] = "false" }),
+		"cp":       node("cp", []string{"10.0.0.5"}, func(n *v1.Node) { n.Labels[provider.LabelControlPlane] = "" }),
+		"master":   node("master", []string{"10.0.0.6"}, func(n *v1.Node) { n.Labels[provider.LabelLegacyMasterRole] = "" }),
+		"deleting": node("deleting", []string{"10.0.0.7"}, func(n *v1.Node) { n.DeletionTimestamp = &now }),
+		"scaledown": node("scaledown", []string{"10.0.0.8"}, func(n *v1.Node) {
+			n.Spec.Taints = []v1.Taint{{Key: TaintToBeDeletedByClusterAutoscaler, Effect: v1.TaintEffectNoSchedule}}
+		}),
+		"shutdown": node("shutdown", []string{"10.0.0.9"}, func(n *v1.Node) {
+			n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintShutdown, Effect: v1.TaintEffectNoSchedule}}
+		}),
+		"badip": node("badip", []string{"not-an-ip", "10.0.0.10"}),
+	}
+	lookup := func(name string) *v1.Node { return nodes[name] }
+	all := sets.New("plain", "v6only", "external", "excluded", "cp", "master", "deleting", "scaledown", "shutdown", "badip", "unknown")
+	describe := func(ms []member) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.name+"="+m.ip+"/"+string(m.adminState))
+		}
+		return out
+	}
+	cases := []struct {
+		name      string
+		family    v1.IPFamily
+		includeCP bool
+		want      []string
+	}{
+		{"IPv4", v1.IPv4Protocol, false, []string{"badip=10.0.0.10/None", "plain=10.0.0.1/None", "shutdown=10.0.0.9/Down"}},
+		{"IPv6", v1.IPv6Protocol, false, []string{"plain=fd00::1/None", "v6only=fd00::2/None"}},
+		{"IPv4 with control plane", v1.IPv4Protocol, true, []string{"badip=10.0.0.10/None", "cp=10.0.0.5/None", "master=10.0.0.6/None", "plain=10.0.0.1/None", "shutdown=10.0.0.9/Down"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := describe(members(all, tc.family, lookup, tc.includeCP)); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("members = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func entry(name, ip string, state armnetwork.LoadBalancerBackendAddressAdminState, vnetID string) *armnetwork.LoadBalancerBackendAddress {
+	e := &armnetwork.LoadBalancerBackendAddress{Name: to.Ptr(name), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr(ip)}}
+	if state != "" {
+		e.Properties.AdminState = to.Ptr(state)
+	}
+	if vnetID != "" {
+		e.Properties.VirtualNetwork = &armnetwork.SubResource{ID: to.Ptr(vnetID)}
+	}
+	return e
+}
+
+func TestSyncAddresses(t *testing.T) {
+	none, down := armnetwork.LoadBalancerBackendAddressAdminStateNone, armnetwork.LoadBalancerBackendAddressAdminStateDown
+	want := []member{{name: "n1", ip: "10.0.0.1", adminState: none}, {name: "n2", ip: "10.0.0.2", adminState: down}}
+	cases := []struct {
+		name string
+		have []*armnetwork.LoadBalancerBackendAddress
+		diff poolDiff
+	}{
+		{"in sync (unset admin state is None, vnet id case-insensitive)", []*armnetwork.LoadBalancerBackendAddress{
+			entry("n1", "10.0.0.1", "", vnet), entry("n2", "10.0.0.2", down, vnet),
+		}, poolDiff{members: 2}},
+		{"empty pool", nil, poolDiff{changed: true, added: 2, members: 2}},
+		{"a node left, one joined", []*armnetwork.LoadBalancerBackendAddress{
+			entry("n1", "10.0.0.1", none, vnet), entry("old", "10.0.0.9", none, vnet),
+		}, poolDiff{changed: true, added: 1, removed: 1, members: 2}},
+		{"admin state differs", []*armnetwork.LoadBalancerBackendAddress{
+			entry("n1", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", none, vnet),
+		}, poolDiff{changed: true, updated: 1, members: 2}},
+		{"name and vnet differ", []*armnetwork.LoadBalancerBackendAddress{
+			entry("other", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", down, ""),
+		}, poolDiff{changed: true, updated: 2, members: 2}},
+		{"duplicate IP is rewritten", []*armnetwork.LoadBalancerBackendAddress{
+			entry("n1", "10.0.0.1", none, vnet), entry("n1b", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", down, vnet),
+		}, poolDiff{changed: true, updated: 1, members: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := &armnetwork.BackendAddressPool{Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: tc.have}}
+			if tc.name[:5] == "in sy" {
+				pool.Properties.LoadBalancerBackendAddresses[0].Properties.VirtualNetwork.ID = to.Ptr("/SUBSCRIPTIONS/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v")
+			}
+			d := syncAddresses(pool, want, vnet)
+			if d != tc.diff {
+				t.Fatalf("diff = %+v, want %+v", d, tc.diff)
+			}
+			if !d.changed {
+				if len(pool.Properties.LoadBalancerBackendAddresses) != len(tc.have) {
+					t.Fatal("an unchanged pool was modified")
+				}
+				return
+			}
+			// The provider's shape: name, ipAddress, virtualNetwork, adminState.
+			got := pool.Properties.LoadBalancerBackendAddresses
+			if len(got) != 2 {
+				t.Fatalf("entries = %d", len(got))
+			}
+			for i, m := range want {
+				e := got[i]
+				if *e.Name != m.name || *e.Properties.IPAddress != m.ip || *e.Properties.AdminState != m.adminState ||
+					*e.Properties.VirtualNetwork.ID != vnet {
+					t.Errorf("entry %d = %+v", i, e.Properties)
+				}
+			}
+		})
+	}
+	// A pool without properties gets them.
+	p := &armnetwork.BackendAddressPool{}
+	if d := syncAddresses(p, nil, vnet); d.changed || p.Properties == nil {
+		t.Fatalf("empty desired on a property-less pool: %+v", d)
+	}
+}
