@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/devenv"
 )
@@ -206,4 +209,84 @@ func TestLeaderElection(t *testing.T) {
 	eventually(t, 30*time.Second, "cleanup by the new leader", func(context.Context) (bool, error) {
 		return getLB(t, lbName) == nil, nil
 	})
+}
+
+func TestLocalServiceDedicatedPool(t *testing.T) {
+	ctx := context.Background()
+	createNode(t, "loc-n1", "10.240.4.1", nil)
+	createNode(t, "loc-n2", "10.240.4.2", nil)
+	createNode(t, "loc-n3", "10.240.4.3", nil)
+	startController(t, "a", writeConfig(t, map[string]any{
+		"loadBalancerBackendPoolUpdateIntervalInSeconds": 1,
+		"multipleStandardLoadBalancerConfigurations":     []map[string]any{{"name": "kubernetes"}},
+	}), false)
+	ns := createNamespace(t)
+	svc := loadBalancerService(ns, "local", 80)
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	if _, err := suite.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := endpointSlice(ns, "local", "loc-n1", "loc-n2")
+	if _, err := suite.cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ingressIP(t, ns, "local")
+	pool := ns + "-local"
+	wantPool := func(want ...string) {
+		t.Helper()
+		eventually(t, 30*time.Second, "pool "+pool+" = "+strings.Join(want, ","), func(context.Context) (bool, error) {
+			got := poolMembers(getLB(t, lbName), pool)
+			slices.Sort(got)
+			return slices.Equal(got, want), nil
+		})
+	}
+	wantPool("loc-n1", "loc-n2")
+	if got := poolMembers(getLB(t, lbName), lbName); len(got) != 0 {
+		t.Errorf("a Local Service's endpoints reached the cluster pool: %v", got)
+	}
+
+	// Endpoints move: the updater rewrites the pool within an interval.
+	slice, err := suite.cs.DiscoveryV1().EndpointSlices(ns).Get(ctx, slice.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice.Endpoints = endpointSlice(ns, "local", "loc-n3").Endpoints
+	if _, err := suite.cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantPool("loc-n3")
+	eventually(t, 30*time.Second, "a LoadBalancerBackendPoolUpdated event", func(ctx context.Context) (bool, error) {
+		evs, err := suite.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "LoadBalancerBackendPoolUpdated" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	// Deleting the Service deletes its dedicated pool with the load balancer.
+	deleteService(t, ns, "local")
+	eventually(t, 30*time.Second, "load balancer deleted", func(context.Context) (bool, error) {
+		return getLB(t, lbName) == nil, nil
+	})
+}
+
+func endpointSlice(ns, svc string, nodes ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: svc + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Port: ptr.To[int32](80)}},
+	}
+	for i, n := range nodes {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("10.244.9.%d", i+1)},
+			NodeName:   ptr.To(n),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+		})
+	}
+	return s
 }
