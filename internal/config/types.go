@@ -127,7 +127,8 @@ type Config struct {
 	SecurityGroupName string `json:"securityGroupName,omitempty"`
 
 	// ClusterName names the default load balancer and the cluster backend
-	// pool. The --cluster-name flag of the controller manager overrides it.
+	// pool, and is the value of the cluster tag on owned public IPs. The
+	// controller manager's --cluster-name flag is not used.
 	ClusterName string `json:"clusterName,omitempty"`
 
 	LoadBalancerSKU           string `json:"loadBalancerSku,omitempty"`
