@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
@@ -372,5 +374,89 @@ func TestMultipleSLBMoveKeepsPublicIP(t *testing.T) {
 	}
 	if lb := h.lb(t, "lb-3"); lb == nil || !hasOwnedFrontend(lb, frontendBaseName(svc)) {
 		t.Fatal("Service not on lb-3")
+	}
+}
+
+// A write made by someone else between our read and our write: ARM answers
+// 412, the provider re-reads and re-applies, nothing is lost.
+func TestConcurrentChangeGets412AndConverges(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	a := testService("a", "aaaaaaaa-1111-0000-0000-000000000010", nil, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", a, nodes); err != nil {
+		t.Fatal(err)
+	}
+	// Our cache holds the load balancer (GetLoadBalancer reads through it);
+	// then someone else tags it: its etag changes, our copy is stale.
+	if _, _, err := h.p.GetLoadBalancer(ctx, "kubernetes", a); err != nil {
+		t.Fatal(err)
+	}
+	lb := h.lb(t, "kubernetes")
+	lb.Tags = map[string]*string{"owner": to.Ptr("someone-else")}
+	if _, err := h.p.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, deref(lb.Etag)); err != nil {
+		t.Fatal(err)
+	}
+	h.env.Emulator().ResetRequests()
+	b := testService("b", "bbbbbbbb-1111-0000-0000-000000000011", nil, 81)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", b, nodes); err != nil {
+		t.Fatalf("EnsureLoadBalancer after a concurrent change: %v", err)
+	}
+	saw412 := false
+	for _, r := range h.env.Emulator().Requests() {
+		if r.Method == http.MethodPut && r.Status == http.StatusPreconditionFailed {
+			saw412 = true
+		}
+	}
+	if !saw412 {
+		t.Fatal("the stale write did not get a 412 (the test did not exercise the conflict)")
+	}
+	lb = h.lb(t, "kubernetes")
+	if !hasOwnedFrontend(lb, frontendBaseName(a)) || !hasOwnedFrontend(lb, frontendBaseName(b)) || deref(lb.Tags["owner"]) != "someone-else" {
+		t.Fatalf("lost an update: a=%v b=%v tag=%q", hasOwnedFrontend(lb, frontendBaseName(a)), hasOwnedFrontend(lb, frontendBaseName(b)), deref(lb.Tags["owner"]))
+	}
+}
+
+// ARM throttles the load balancer write: the reconcile fails with a
+// throttling error, the write gate stays closed (no further requests) until
+// Retry-After, and the next reconcile after it succeeds.
+func TestThrottledMidReconcile(t *testing.T) {
+	ctx := context.Background()
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Close() })
+	clk := clocktesting.NewFakeClock(time.Now())
+	clients, err := env.Clients(ctx, azure.ClientOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clients.Close)
+	p, err := New(Options{Config: env.Config, Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: "/loadBalancers/[^/]+$", Count: 1, Status: http.StatusTooManyRequests, Code: "SubscriptionRequestsThrottled", RetryAfter: "30"}); err != nil {
+		t.Fatal(err)
+	}
+	svc := testService("web", "99999999-0000-0000-0000-000000000012", nil, 80)
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	_, err = p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if azure.Classify(err) != azure.ClassThrottled {
+		t.Fatalf("err = %v (%s), want a throttling error", err, azure.Classify(err))
+	}
+	env.Emulator().ResetRequests()
+	if _, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); azure.Classify(err) != azure.ClassThrottled {
+		t.Fatalf("second attempt inside Retry-After: err = %v, want throttled", err)
+	}
+	for _, r := range env.Emulator().Requests() {
+		if r.Kind == "arm" && r.Method == http.MethodPut && strings.Contains(r.Path, "loadBalancers") {
+			t.Fatalf("a load balancer write reached ARM while the write gate was closed: %+v", r)
+		}
+	}
+	clk.Step(31 * time.Second)
+	if _, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatalf("after Retry-After: %v", err)
 	}
 }
