@@ -41,9 +41,3 @@ const (
 	DefaultMaxRetries = 3
 )
 
-// Kubernetes names the updater relies on.
-const (
-	// TaintToBeDeletedByClusterAutoscaler keeps a node out of load
-	// balancers (the Service controller's rule, k8s.io/cloud-provider).
-	TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
-)

@@ -51,7 +51,7 @@ func TestEndpointNodesFromAllSlicesOfTheService(t *testing.T) {
 func TestEndpointNodesFailsBeforeSync(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	u, err := NewUpdater(Options{
-		Lock: &testLock{}, Pools: &hookedBackend{}, VirtualNetworkID: vnet,
+		Lock: &testLock{}, Pools: &hookedBackend{}, VirtualNetworkID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v",
 		Nodes: factory.Core().V1().Nodes(), Services: factory.Core().V1().Services(),
 		EndpointSlices: factory.Discovery().V1().EndpointSlices(),
 	})

@@ -28,6 +28,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
@@ -169,7 +170,7 @@ func (h *harness) poolEntries(pool string) []string {
 	}
 	var out []string
 	for _, a := range p.Properties.LoadBalancerBackendAddresses {
-		out = append(out, fmt.Sprintf("%s=%s/%s", deref(a.Name), deref(a.Properties.IPAddress), adminStateOf(a)))
+		out = append(out, fmt.Sprintf("%s=%s/%s", deref(a.Name), deref(a.Properties.IPAddress), backendpool.AdminStateOf(a)))
 	}
 	sort.Strings(out)
 	return out

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/metrics"
 )
 
@@ -37,7 +38,7 @@ func (g *opGroup) parked(now time.Time) bool {
 
 // result is the outcome of one group's attempt.
 type result struct {
-	diff poolDiff
+	diff backendpool.Diff
 	err  error
 	mc   *metrics.MetricContext
 }
@@ -192,8 +193,8 @@ func (u *Updater) applyGroup(ctx context.Context, g *opGroup) result {
 		return res
 	}
 	want := members(u.desiredNodes(g), g.family, u.node, u.includeCP)
-	res.diff = syncAddresses(pool, want, u.vnetID)
-	if !res.diff.changed {
+	res.diff = backendpool.Sync(pool, want, u.vnetID)
+	if !res.diff.Changed {
 		return res
 	}
 	u.pools.InvalidateCache(g.lb)

@@ -33,17 +33,17 @@ func (u *Updater) settle(ctx context.Context, g *opGroup, res result) []*operati
 		// sends no event, unless it ends a series of Retrying events.
 		for _, so := range u.distinctServices(g.ops) {
 			switch {
-			case res.diff.changed:
+			case res.diff.Changed:
 				u.recorder.Eventf(so.svc, v1.EventTypeNormal, EventReasonPoolUpdated, msgUpdated,
-					g.pool, g.lb, res.diff.members, res.diff.added, res.diff.removed, res.diff.updated)
+					g.pool, g.lb, res.diff.Members, res.diff.Added, res.diff.Removed, res.diff.Updated)
 			case so.op.retryCount > 0:
 				u.recorder.Eventf(so.svc, v1.EventTypeNormal, EventReasonPoolUpdated, msgUpToDate,
-					g.pool, g.lb, so.op.retryCount, res.diff.members)
+					g.pool, g.lb, so.op.retryCount, res.diff.Members)
 			}
 		}
 		res.mc.ObserveOperationWithResult(true)
-		log.V(2).Info("Local service backend pool in sync", "written", res.diff.changed, "nodes", res.diff.members,
-			"added", res.diff.added, "removed", res.diff.removed, "rewritten", res.diff.updated)
+		log.V(2).Info("Local service backend pool in sync", "written", res.diff.Changed, "nodes", res.diff.Members,
+			"added", res.diff.Added, "removed", res.diff.Removed, "rewritten", res.diff.Updated)
 		return nil
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 // PoolsWithAddresses returns every backend pool, on every managed load
@@ -20,7 +21,7 @@ import (
 func (p *Provider) PoolsWithAddresses(ctx context.Context, ips []string) ([]adminstate.PoolRef, error) {
 	want := make(map[string]bool, len(ips))
 	for _, ip := range ips {
-		want[canonicalIP(ip)] = true
+		want[backendpool.CanonicalIP(ip)] = true
 	}
 	var out []adminstate.PoolRef
 	for _, name := range p.managedLBNames() {
@@ -51,7 +52,7 @@ func poolHasAny(pool *armnetwork.BackendAddressPool, ips map[string]bool) bool {
 		return false
 	}
 	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
-		if a != nil && a.Properties != nil && ips[canonicalIP(deref(a.Properties.IPAddress))] {
+		if a != nil && a.Properties != nil && ips[backendpool.CanonicalIP(deref(a.Properties.IPAddress))] {
 			return true
 		}
 	}

@@ -4,58 +4,28 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/placement"
 )
 
-// Node labels that keep a node out of the cluster backend pools.
-const (
-	LabelExcludeFromLB    = "node.kubernetes.io/exclude-from-external-load-balancers"
-	LabelControlPlane     = "node-role.kubernetes.io/control-plane"
-	LabelLegacyMasterRole = "node-role.kubernetes.io/master"
-)
-
-// eligibleNodes drops nodes that must never be in a cluster pool: those
-// labelled exclude-from-external-load-balancers and, when
-// excludeMasterFromStandardLB is on (the default), control-plane nodes.
+// eligibleNodes drops nodes that must never be in a backend pool (see
+// backendpool.Eligible); control-plane nodes are dropped while
+// excludeMasterFromStandardLB is on (the default).
 func (p *Provider) eligibleNodes(nodes []*v1.Node) []*v1.Node {
 	excludeCP := p.cfg.ExcludeMasterFromStandardLB == nil || *p.cfg.ExcludeMasterFromStandardLB
 	out := make([]*v1.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if n == nil {
-			continue
+		if backendpool.Eligible(n, excludeCP) {
+			out = append(out, n)
 		}
-		if excludedByLabel(n) {
-			continue
-		}
-		if excludeCP {
-			if _, ok := n.Labels[LabelControlPlane]; ok {
-				continue
-			}
-			if _, ok := n.Labels[LabelLegacyMasterRole]; ok {
-				continue
-			}
-		}
-		out = append(out, n)
 	}
 	return out
-}
-
-// excludedByLabel reads node.kubernetes.io/exclude-from-external-load-balancers
-// as the service controller does: present and not a parseable "false".
-func excludedByLabel(n *v1.Node) bool {
-	v, ok := n.Labels[LabelExcludeFromLB]
-	if !ok {
-		return false
-	}
-	exclude, err := strconv.ParseBool(v)
-	return err != nil || exclude
 }
 
 // nodesForLB returns the nodes whose cluster pool is on the load balancer:
@@ -143,19 +113,19 @@ func (p *Provider) reconcilePools(ctx context.Context, caller, lbName string, no
 func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members []*v1.Node, families []v1.IPFamily, poolName func(v1.IPFamily) string) error {
 	for _, fam := range families {
 		poolName := poolName(fam)
-		want := poolMembers(members, fam)
+		want := backendpool.Members(members, fam)
 		lb, err := p.getLB(ctx, lbName)
 		if err != nil {
 			return err
 		}
 		if cached := findPool(lb, poolName); cached != nil {
 			probe := copyPool(cached)
-			if !syncPoolAddresses(probe, want, p.vnetID()) {
+			if !backendpool.Sync(probe, want, p.vnetID()).Changed {
 				continue
 			}
 		}
 		if err := p.writePool(ctx, caller, lbName, poolName, func(pool *armnetwork.BackendAddressPool) bool {
-			return syncPoolAddresses(pool, want, p.vnetID())
+			return backendpool.Sync(pool, want, p.vnetID()).Changed
 		}); err != nil {
 			return err
 		}

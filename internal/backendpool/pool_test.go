@@ -1,4 +1,4 @@
-package localservice
+package backendpool
 
 import (
 	"reflect"
@@ -8,10 +8,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/azlb/azlb/internal/adminstate"
-	"github.com/azlb/azlb/internal/provider"
 )
 
 const vnet = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
@@ -33,9 +31,9 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 		"plain":    node("plain", []string{"10.0.0.1", "fd00::1"}),
 		"v6only":   node("v6only", []string{"fd00::2"}),
 		"external": node("external", []string{"10.0.0.3"}, func(n *v1.Node) { n.Status.Addresses[0].Type = v1.NodeExternalIP }),
-		"excluded": node("excluded", []string{"10.0.0.4"}, func(n *v1.Node) { n.Labels[provider.LabelExcludeFromLB] = "false" }),
-		"cp":       node("cp", []string{"10.0.0.5"}, func(n *v1.Node) { n.Labels[provider.LabelControlPlane] = "" }),
-		"master":   node("master", []string{"10.0.0.6"}, func(n *v1.Node) { n.Labels[provider.LabelLegacyMasterRole] = "" }),
+		"excluded": node("excluded", []string{"10.0.0.4"}, func(n *v1.Node) { n.Labels[LabelExcludeFromLB] = "true" }),
+		"cp":       node("cp", []string{"10.0.0.5"}, func(n *v1.Node) { n.Labels[LabelControlPlane] = "" }),
+		"master":   node("master", []string{"10.0.0.6"}, func(n *v1.Node) { n.Labels[LabelLegacyMasterRole] = "" }),
 		"deleting": node("deleting", []string{"10.0.0.7"}, func(n *v1.Node) { n.DeletionTimestamp = &now }),
 		"scaledown": node("scaledown", []string{"10.0.0.8"}, func(n *v1.Node) {
 			n.Spec.Taints = []v1.Taint{{Key: TaintToBeDeletedByClusterAutoscaler, Effect: v1.TaintEffectNoSchedule}}
@@ -43,30 +41,38 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 		"shutdown": node("shutdown", []string{"10.0.0.9"}, func(n *v1.Node) {
 			n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintShutdown, Effect: v1.TaintEffectNoSchedule}}
 		}),
-		"badip": node("badip", []string{"not-an-ip", "10.0.0.10"}),
+		"badip":    node("badip", []string{"not-an-ip", "10.0.0.10"}),
+		"included": node("included", []string{"10.0.0.11"}, func(n *v1.Node) { n.Labels[LabelExcludeFromLB] = "false" }),
 	}
-	lookup := func(name string) *v1.Node { return nodes[name] }
-	all := sets.New("plain", "v6only", "external", "excluded", "cp", "master", "deleting", "scaledown", "shutdown", "badip", "unknown")
-	describe := func(ms []member) []string {
+	eligible := func(excludeCP bool) []*v1.Node {
+		var out []*v1.Node
+		for _, n := range nodes {
+			if Eligible(n, excludeCP) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	describe := func(ms []Member) []string {
 		var out []string
 		for _, m := range ms {
-			out = append(out, m.name+"="+m.ip+"/"+string(m.adminState))
+			out = append(out, m.Name+"="+m.IP+"/"+string(m.AdminState))
 		}
 		return out
 	}
 	cases := []struct {
 		name      string
 		family    v1.IPFamily
-		includeCP bool
+		includeCP bool // control-plane nodes stay in
 		want      []string
 	}{
-		{"IPv4", v1.IPv4Protocol, false, []string{"badip=10.0.0.10/None", "plain=10.0.0.1/None", "shutdown=10.0.0.9/Down"}},
+		{"IPv4", v1.IPv4Protocol, false, []string{"badip=10.0.0.10/None", "included=10.0.0.11/None", "plain=10.0.0.1/None", "shutdown=10.0.0.9/Down"}},
 		{"IPv6", v1.IPv6Protocol, false, []string{"plain=fd00::1/None", "v6only=fd00::2/None"}},
-		{"IPv4 with control plane", v1.IPv4Protocol, true, []string{"badip=10.0.0.10/None", "cp=10.0.0.5/None", "master=10.0.0.6/None", "plain=10.0.0.1/None", "shutdown=10.0.0.9/Down"}},
+		{"IPv4 with control plane", v1.IPv4Protocol, true, []string{"badip=10.0.0.10/None", "cp=10.0.0.5/None", "included=10.0.0.11/None", "master=10.0.0.6/None", "plain=10.0.0.1/None", "shutdown=10.0.0.9/Down"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := describe(members(all, tc.family, lookup, tc.includeCP)); !reflect.DeepEqual(got, tc.want) {
+			if got := describe(Members(eligible(!tc.includeCP), tc.family)); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("members = %v, want %v", got, tc.want)
 			}
 		})
@@ -84,30 +90,30 @@ func entry(name, ip string, state armnetwork.LoadBalancerBackendAddressAdminStat
 	return e
 }
 
-func TestSyncAddresses(t *testing.T) {
+func TestSync(t *testing.T) {
 	none, down := armnetwork.LoadBalancerBackendAddressAdminStateNone, armnetwork.LoadBalancerBackendAddressAdminStateDown
-	want := []member{{name: "n1", ip: "10.0.0.1", adminState: none}, {name: "n2", ip: "10.0.0.2", adminState: down}}
+	want := []Member{{Name: "n1", IP: "10.0.0.1", AdminState: none}, {Name: "n2", IP: "10.0.0.2", AdminState: down}}
 	cases := []struct {
 		name string
 		have []*armnetwork.LoadBalancerBackendAddress
-		diff poolDiff
+		diff Diff
 	}{
 		{"in sync (unset admin state is None, vnet id case-insensitive)", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", "", vnet), entry("n2", "10.0.0.2", down, vnet),
-		}, poolDiff{members: 2}},
-		{"empty pool", nil, poolDiff{changed: true, added: 2, members: 2}},
+		}, Diff{Members: 2}},
+		{"empty pool", nil, Diff{Changed: true, Added: 2, Members: 2}},
 		{"a node left, one joined", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", none, vnet), entry("old", "10.0.0.9", none, vnet),
-		}, poolDiff{changed: true, added: 1, removed: 1, members: 2}},
+		}, Diff{Changed: true, Added: 1, Removed: 1, Members: 2}},
 		{"admin state differs", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", none, vnet),
-		}, poolDiff{changed: true, updated: 1, members: 2}},
+		}, Diff{Changed: true, Updated: 1, Members: 2}},
 		{"name and vnet differ", []*armnetwork.LoadBalancerBackendAddress{
 			entry("other", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", down, ""),
-		}, poolDiff{changed: true, updated: 2, members: 2}},
+		}, Diff{Changed: true, Updated: 2, Members: 2}},
 		{"duplicate IP is rewritten", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", none, vnet), entry("n1b", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", down, vnet),
-		}, poolDiff{changed: true, updated: 1, members: 2}},
+		}, Diff{Changed: true, Updated: 1, Members: 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,11 +121,11 @@ func TestSyncAddresses(t *testing.T) {
 			if tc.name[:5] == "in sy" {
 				pool.Properties.LoadBalancerBackendAddresses[0].Properties.VirtualNetwork.ID = to.Ptr("/SUBSCRIPTIONS/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v")
 			}
-			d := syncAddresses(pool, want, vnet)
+			d := Sync(pool, want, vnet)
 			if d != tc.diff {
 				t.Fatalf("diff = %+v, want %+v", d, tc.diff)
 			}
-			if !d.changed {
+			if !d.Changed {
 				if len(pool.Properties.LoadBalancerBackendAddresses) != len(tc.have) {
 					t.Fatal("an unchanged pool was modified")
 				}
@@ -132,7 +138,7 @@ func TestSyncAddresses(t *testing.T) {
 			}
 			for i, m := range want {
 				e := got[i]
-				if *e.Name != m.name || *e.Properties.IPAddress != m.ip || *e.Properties.AdminState != m.adminState ||
+				if *e.Name != m.Name || *e.Properties.IPAddress != m.IP || *e.Properties.AdminState != m.AdminState ||
 					*e.Properties.VirtualNetwork.ID != vnet {
 					t.Errorf("entry %d = %+v", i, e.Properties)
 				}
@@ -141,7 +147,7 @@ func TestSyncAddresses(t *testing.T) {
 	}
 	// A pool without properties gets them.
 	p := &armnetwork.BackendAddressPool{}
-	if d := syncAddresses(p, nil, vnet); d.changed || p.Properties == nil {
+	if d := Sync(p, nil, vnet); d.Changed || p.Properties == nil {
 		t.Fatalf("empty desired on a property-less pool: %+v", d)
 	}
 }

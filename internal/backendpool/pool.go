@@ -1,0 +1,179 @@
+package backendpool
+
+import (
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azlb/azlb/internal/adminstate"
+)
+
+// Node labels and taints that keep a node out of backend pools.
+const (
+	LabelExcludeFromLB    = "node.kubernetes.io/exclude-from-external-load-balancers"
+	LabelControlPlane     = "node-role.kubernetes.io/control-plane"
+	LabelLegacyMasterRole = "node-role.kubernetes.io/master"
+	// TaintToBeDeletedByClusterAutoscaler marks a node the cluster
+	// autoscaler is removing; the service controller drops such nodes too.
+	TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+)
+
+// Eligible reports whether a node may be in a backend pool: not being
+// deleted, not tainted ToBeDeletedByClusterAutoscaler, not labelled
+// exclude-from-external-load-balancers (read as the service controller
+// does: present and not a parseable "false"), and, when excludeControlPlane,
+// not a control-plane node.
+func Eligible(n *v1.Node, excludeControlPlane bool) bool {
+	if n == nil || !n.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if v, ok := n.Labels[LabelExcludeFromLB]; ok {
+		if exclude, err := strconv.ParseBool(v); err != nil || exclude {
+			return false
+		}
+	}
+	if excludeControlPlane {
+		if _, ok := n.Labels[LabelControlPlane]; ok {
+			return false
+		}
+		if _, ok := n.Labels[LabelLegacyMasterRole]; ok {
+			return false
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintToBeDeletedByClusterAutoscaler {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeInternalIP returns the node's first InternalIP of the family, or "".
+func NodeInternalIP(n *v1.Node, family v1.IPFamily) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		if ip.Is4() == (family != v1.IPv6Protocol) {
+			return ip.String()
+		}
+	}
+	return ""
+}
+
+// Member is one desired entry of a pool.
+type Member struct {
+	Name       string // node name
+	IP         string // canonical form
+	AdminState armnetwork.LoadBalancerBackendAddressAdminState
+}
+
+// Members lists, sorted by name, the entries nodes give a pool of the
+// family. Nodes without an InternalIP of the family are skipped; callers
+// filter eligibility first.
+func Members(nodes []*v1.Node, family v1.IPFamily) []Member {
+	out := make([]Member, 0, len(nodes))
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		ip := NodeInternalIP(n, family)
+		if ip == "" {
+			continue
+		}
+		out = append(out, Member{Name: n.Name, IP: ip, AdminState: adminstate.DesiredState(n)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Diff is what Sync changed.
+type Diff struct {
+	Changed                          bool
+	Added, Removed, Updated, Members int
+}
+
+// Sync makes the pool hold exactly the members, each with its admin state
+// and the virtual network, matching entries by IP address. The pool is
+// modified only when something differs; an entry whose name, admin state or
+// virtual network differs is rewritten, one whose node is gone removed.
+func Sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Diff {
+	if pool.Properties == nil {
+		pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
+	}
+	have := map[string]*armnetwork.LoadBalancerBackendAddress{}
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		if a != nil && a.Properties != nil {
+			have[CanonicalIP(deref(a.Properties.IPAddress))] = a
+		}
+	}
+	d := Diff{Members: len(want)}
+	wantIPs := make(map[string]bool, len(want))
+	out := make([]*armnetwork.LoadBalancerBackendAddress, 0, len(want))
+	for _, m := range want {
+		wantIPs[m.IP] = true
+		h, ok := have[m.IP]
+		switch {
+		case !ok:
+			d.Added++
+		case deref(h.Name) != m.Name || AdminStateOf(h) != m.AdminState ||
+			h.Properties.VirtualNetwork == nil || !strings.EqualFold(deref(h.Properties.VirtualNetwork.ID), vnetID):
+			d.Updated++
+		}
+		out = append(out, &armnetwork.LoadBalancerBackendAddress{
+			Name: to.Ptr(m.Name),
+			Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+				IPAddress:      to.Ptr(m.IP),
+				VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(vnetID)},
+				AdminState:     to.Ptr(m.AdminState),
+			},
+		})
+	}
+	for ip := range have {
+		if !wantIPs[ip] {
+			d.Removed++
+		}
+	}
+	// Entries without properties, or two entries with one IP, are rewritten.
+	malformed := len(pool.Properties.LoadBalancerBackendAddresses) != len(have)
+	d.Changed = d.Added > 0 || d.Removed > 0 || d.Updated > 0 || malformed
+	if d.Changed {
+		pool.Properties.LoadBalancerBackendAddresses = out
+	}
+	return d
+}
+
+// AdminStateOf reads an entry's admin state; unset is None.
+func AdminStateOf(a *armnetwork.LoadBalancerBackendAddress) armnetwork.LoadBalancerBackendAddressAdminState {
+	if a == nil || a.Properties == nil || a.Properties.AdminState == nil || *a.Properties.AdminState == "" {
+		return armnetwork.LoadBalancerBackendAddressAdminStateNone
+	}
+	return *a.Properties.AdminState
+}
+
+// CanonicalIP normalises an address for comparison; a string that is not
+// an address is only lower-cased.
+func CanonicalIP(s string) string {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return strings.ToLower(s)
+	}
+	return ip.String()
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
