@@ -40,4 +40,3 @@ const (
 	// DefaultMaxRetries is loadBalancerBackendPoolUpdateMaxRetries' default.
 	DefaultMaxRetries = 3
 )
-
