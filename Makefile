@@ -25,7 +25,8 @@ test: lint test-unit test-e2e ## run every test (race detector on), e2e included
 test-unit: ## unit and integration tests (in-process emulator, client-go fakes)
 	$(GO) test $(TEST_FLAGS) $(UNIT_PKGS)
 
-test-e2e: tools ## end-to-end: the real controller binary vs a real kube-apiserver + etcd + the emulator
+test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + etcd + the emulator
+	./hack/build-tools.sh kube-apiserver etcd
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
 bench: ## benchmarks (emulator throughput, client overhead, controller figures)

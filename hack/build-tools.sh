@@ -4,7 +4,8 @@
 # wrapper module under hack/tools/ changes. The first kube-apiserver build
 # takes several minutes; later runs return at once.
 #
-#   hack/build-tools.sh            # kube-apiserver and kubectl v1.37.1, and etcd
+#   hack/build-tools.sh                    # kube-apiserver and kubectl v1.37.1, and etcd
+#   hack/build-tools.sh kube-apiserver etcd # only those
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
@@ -26,6 +27,13 @@ build() {
 
 kv=v1.37.1
 version="-s -w -X k8s.io/component-base/version.gitVersion=$kv -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
-build kube-apiserver "$root/hack/tools/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver "$version"
-build kubectl "$root/hack/tools/kubernetes" k8s.io/kubernetes/cmd/kubectl "$version"
-build etcd "$root/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
+for tool in "${@:-kube-apiserver kubectl etcd}"; do
+  for t in $tool; do
+    case "$t" in
+      kube-apiserver) build kube-apiserver "$root/hack/tools/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver "$version" ;;
+      kubectl) build kubectl "$root/hack/tools/kubernetes" k8s.io/kubernetes/cmd/kubectl "$version" ;;
+      etcd) build etcd "$root/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w" ;;
+      *) echo "unknown tool $t (kube-apiserver, kubectl, etcd)" >&2; exit 2 ;;
+    esac
+  done
+done
