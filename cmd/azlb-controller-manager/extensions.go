@@ -3,18 +3,57 @@ package main
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/localservice"
 	"github.com/azlb/azlb/internal/provider"
 )
 
 // extensions lists azlb's own controllers, each enabled by azure.json.
 func extensions() []provider.Extension {
-	return []provider.Extension{startLocalServiceUpdater}
+	return []provider.Extension{startLocalServiceUpdater, startAdminState}
+}
+
+// startAdminState runs the admin-state controller unless azure.json sets
+// enableLoadBalancerAdminState to false. PreemptScheduled events are read
+// through an informer of their own that lists only those events (a field
+// selector), not every event of the cluster.
+func startAdminState(ctx context.Context, c *provider.Cloud, f informers.SharedInformerFactory, client kubernetes.Interface, rec record.EventRecorder) error {
+	log := klog.FromContext(ctx)
+	if !c.Config.AdminStateEnabled() {
+		log.Info("Admin-state controller disabled by enableLoadBalancerAdminState=false")
+		return nil
+	}
+	mgr, err := adminstate.NewManager(c.Provider, c.Lock(), adminstate.ManagerOptions{SubscriptionID: c.Config.SubscriptionID, Source: "azlb-controller-manager"})
+	if err != nil {
+		return err
+	}
+	events := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.AndSelectors(
+			fields.OneTermEqualSelector("reason", adminstate.ReasonPreemptScheduled),
+			fields.OneTermEqualSelector("involvedObject.kind", "Node"),
+		).String()
+	}))
+	ctrl, err := adminstate.NewController(client, f.Core().V1().Nodes(), events.Core().V1().Events(), mgr, rec, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	events.Start(ctx.Done())
+	go func() {
+		if err := ctrl.Run(ctx, 1); err != nil {
+			log.Error(err, "Admin-state controller stopped")
+		}
+		events.Shutdown()
+	}()
+	log.Info("Started the admin-state controller")
+	return nil
 }
 
 // startLocalServiceUpdater runs the ExternalTrafficPolicy=Local backend pool

@@ -1,0 +1,399 @@
+package adminstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/azlb/azlb/internal/azure"
+)
+
+// Queue names (workqueue metrics).
+const (
+	QueueAdminState   = "adminstate"
+	QueueSpotEviction = "adminstate_spot_eviction"
+)
+
+// maxEventMessage bounds the message of a Warning event (the error of
+// several pools can be long).
+const maxEventMessage = 1000
+
+// Controller drives backend AdminState from node taints and turns
+// PreemptScheduled events into the spot-eviction taint.
+//
+// The admin-state queue is keyed by node name and uses the workqueue's
+// default controller rate limiter (per node: exponential backoff from 5 ms,
+// doubling up to 1000 s; overall: 10 retries per second, burst 100); a node
+// whose apply was throttled by Azure is not retried before the Retry-After
+// the throttle reported. It has
+// one worker, which takes every node pending at that moment and applies them
+// together (one GET and at most one PUT per backend pool for the whole
+// batch): every apply holds the service-reconcile lock, so more workers
+// would only split batches.
+type Controller struct {
+	kube     kubernetes.Interface
+	nodes    corelisters.NodeLister
+	synced   []cache.InformerSynced
+	mgr      *Manager
+	recorder record.EventRecorder
+	clock    clock.WithTicker
+
+	queue     workqueue.TypedRateLimitingInterface[string]
+	limiter   workqueue.TypedRateLimiter[string] // the queue's
+	spotQueue workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	// states is the out-of-service set, keyed by node UID: the state last
+	// reported for the node and the taints that caused it. A node in service
+	// has no entry.
+	states map[types.UID]nodeRecord
+	// uids maps a node name to the UID last synced under it.
+	uids map[string]types.UID
+	// preempt holds, per node name, the newest PreemptScheduled occurrence
+	// not yet handled.
+	preempt map[string]preemptSignal
+	// handled is, per node UID, the newest PreemptScheduled occurrence acted
+	// on (taint added, or found present).
+	handled map[types.UID]preemptSignal
+}
+
+type nodeRecord struct {
+	name    string
+	state   State
+	reasons []string
+}
+
+// NewController builds the controller and registers its informer handlers.
+// nodes and events must come from started (or soon started) informers;
+// events may be filtered with PreemptEventListOptions. recorder records the
+// node events (nil drops them); clk drives the workqueues and event ages
+// (nil: the real clock). Call Run.
+func NewController(kube kubernetes.Interface, nodes coreinformers.NodeInformer, events coreinformers.EventInformer,
+	mgr *Manager, recorder record.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	if kube == nil || nodes == nil || events == nil || mgr == nil {
+		return nil, errors.New("adminstate: NewController: kube, nodes, events and mgr are required")
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if recorder == nil {
+		recorder = &record.FakeRecorder{} // nil channel: events dropped
+	}
+	limiter := workqueue.DefaultTypedControllerRateLimiter[string]()
+	c := &Controller{
+		kube:     kube,
+		nodes:    nodes.Lister(),
+		mgr:      mgr,
+		recorder: recorder,
+		clock:    clk,
+		limiter:  limiter,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueAdminState, Clock: clk}),
+		spotQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueSpotEviction, Clock: clk}),
+		states:  map[types.UID]nodeRecord{},
+		uids:    map[string]types.UID{},
+		preempt: map[string]preemptSignal{},
+		handled: map[types.UID]preemptSignal{},
+	}
+	nreg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, _ bool) { c.onNodeAdd(obj) },
+		UpdateFunc: c.onNodeUpdate,
+		DeleteFunc: c.onNodeDelete,
+	})
+	if err != nil {
+		c.shutdown()
+		return nil, fmt.Errorf("adminstate: register node handler: %w", err)
+	}
+	ereg, err := events.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    c.onEventAdd,
+		UpdateFunc: c.onEventUpdate,
+	})
+	if err != nil {
+		c.shutdown()
+		return nil, fmt.Errorf("adminstate: register event handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{nreg.HasSynced, ereg.HasSynced}
+	return c, nil
+}
+
+// Run waits for the informers to sync, then runs one admin-state worker and
+// spotWorkers spot-eviction taint workers (at least one) until ctx ends. It
+// shuts the queues down and waits for the workers before returning.
+func (c *Controller) Run(ctx context.Context, spotWorkers int) error {
+	log := klog.FromContext(ctx).WithName("adminstate")
+	ctx = klog.NewContext(ctx, log)
+	defer c.shutdown()
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return errors.New("adminstate: informers did not sync")
+	}
+	if spotWorkers < 1 {
+		spotWorkers = 1
+	}
+	log.Info("Starting admin-state controller", "spotWorkers", spotWorkers)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for c.processNextWorkItem(ctx) {
+		}
+	})
+	for range spotWorkers {
+		wg.Go(func() {
+			for c.processNextSpotItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.shutdown()
+	wg.Wait()
+	log.Info("Stopped admin-state controller")
+	return nil
+}
+
+func (c *Controller) shutdown() {
+	c.queue.ShutDown()
+	c.spotQueue.ShutDown()
+}
+
+// onNodeAdd enqueues every node it sees: a tainted one must go Down, and an
+// untainted one may hold an address whose entry is still Down (a restart
+// after the taint was removed, or a replacement node reusing the address).
+// Verifying costs GETs only, and a batch covers all pending nodes.
+func (c *Controller) onNodeAdd(obj any) {
+	if n, ok := obj.(*v1.Node); ok {
+		c.queue.Add(n.Name)
+	}
+}
+
+// onNodeUpdate enqueues a node when its supported taints, its addresses or
+// its UID changed. Cordoning, other taints, labels and status heartbeats do
+// not enqueue.
+func (c *Controller) onNodeUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1.Node)
+	n, ok2 := newObj.(*v1.Node)
+	if !ok1 || !ok2 || o.ResourceVersion != "" && o.ResourceVersion == n.ResourceVersion {
+		return // a resync: nothing changed
+	}
+	if o.UID != n.UID || !slices.Equal(OutOfServiceReasons(o), OutOfServiceReasons(n)) ||
+		ipsKey(nodeIPs(o)) != ipsKey(nodeIPs(n)) {
+		c.queue.Add(n.Name)
+	}
+}
+
+// onNodeDelete forgets the node: its backend entries disappear with the
+// normal reconcile, so no Azure call is made.
+func (c *Controller) onNodeDelete(obj any) {
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if n, ok = tomb.Obj.(*v1.Node); !ok {
+			return
+		}
+	}
+	c.forget(n.Name, n.UID)
+}
+
+func (c *Controller) forget(name string, uid types.UID) {
+	c.mu.Lock()
+	delete(c.states, uid)
+	delete(c.handled, uid)
+	if c.uids[name] == uid {
+		delete(c.uids, name)
+	}
+	c.mu.Unlock()
+	c.mgr.Forget(uid)
+}
+
+// nodeIPs returns the node's InternalIP addresses.
+func nodeIPs(n *v1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == v1.NodeInternalIP && a.Address != "" {
+			out = append(out, canonicalIP(a.Address))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// processNextWorkItem takes every pending node (blocking for the first),
+// applies them in one batch and requeues failures with backoff. It returns
+// false once the queue is shut down.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	keys := []string{key}
+	// Only this worker calls Get, so a positive Len means Get returns at once.
+	for c.queue.Len() > 0 {
+		k, quit := c.queue.Get()
+		if quit {
+			break
+		}
+		keys = append(keys, k)
+	}
+	defer func() {
+		for _, k := range keys {
+			c.queue.Done(k)
+		}
+	}()
+	c.syncNodes(ctx, keys)
+	return true
+}
+
+// syncNodes computes the desired state of each node from the informer cache
+// and applies all of them with one Manager call.
+func (c *Controller) syncNodes(ctx context.Context, keys []string) {
+	log := klog.FromContext(ctx)
+	var (
+		targets []Target
+		nodes   []*v1.Node
+	)
+	for _, key := range keys {
+		node, err := c.nodes.Get(key)
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				log.Error(err, "Reading node from the informer cache", "node", key)
+				c.queue.AddRateLimited(key)
+				continue
+			}
+			// Deleted: nothing to call (the entries go with the node).
+			c.forgetName(key)
+			c.queue.Forget(key)
+			continue
+		}
+		c.adopt(node)
+		targets = append(targets, Target{Node: node.Name, UID: node.UID, IPs: nodeIPs(node), State: DesiredState(node)})
+		nodes = append(nodes, node)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	results := c.mgr.ApplyNodes(ctx, targets)
+	for i, r := range results {
+		node, t := nodes[i], targets[i]
+		if r.Err != nil {
+			if ctx.Err() != nil {
+				return // shutting down
+			}
+			log.Error(r.Err, "Setting backend admin state failed; retrying with backoff", "node", node.Name, "state", t.State,
+				"retries", c.queue.NumRequeues(node.Name))
+			c.recorder.Event(node, v1.EventTypeWarning, EventReasonAdminStateUpdateFailed,
+				truncate(fmt.Sprintf("Setting load balancer AdminState %s failed: %v", t.State, r.Err)))
+			c.requeue(node.Name, r.Err)
+			continue
+		}
+		c.queue.Forget(node.Name)
+		reasons := OutOfServiceReasons(node)
+		if !c.record(node, t.State, reasons) {
+			continue
+		}
+		log.Info("Backend admin state applied", "node", node.Name, "state", t.State, "reasons", reasons,
+			"pools", len(r.Pools), "changedEntries", r.Changed)
+		if t.State == StateDown {
+			c.recorder.Eventf(node, v1.EventTypeNormal, EventReasonAdminStateDown,
+				"Load balancer AdminState Down on %d backend pool(s) (taints: %s)", len(r.Pools), strings.Join(reasons, ", "))
+		} else {
+			c.recorder.Eventf(node, v1.EventTypeNormal, EventReasonAdminStateNone,
+				"Load balancer AdminState None restored on %d backend pool(s)", len(r.Pools))
+		}
+	}
+}
+
+// requeue retries a failed node with the queue's exponential backoff, or,
+// when Azure throttled the call and said until when, not before then.
+func (c *Controller) requeue(key string, err error) {
+	delay := c.limiter.When(key)
+	if azure.Classify(err) == azure.ClassThrottled {
+		if until, ok := azure.ThrottleRetryAfter(err); ok {
+			delay = max(delay, until.Sub(c.clock.Now()))
+		}
+	}
+	c.queue.AddAfter(key, delay)
+}
+
+// Admin states the controller sets.
+const (
+	StateDown State = "Down"
+	StateNone State = "None"
+)
+
+// adopt makes node.UID the node's current incarnation, forgetting a
+// previous one with the same name (a replacement never inherits its state).
+func (c *Controller) adopt(node *v1.Node) {
+	c.mu.Lock()
+	old, ok := c.uids[node.Name]
+	c.uids[node.Name] = node.UID
+	c.mu.Unlock()
+	if ok && old != node.UID {
+		c.mu.Lock()
+		delete(c.states, old)
+		delete(c.handled, old)
+		c.mu.Unlock()
+		c.mgr.Forget(old)
+	}
+}
+
+func (c *Controller) forgetName(name string) {
+	c.mu.Lock()
+	uid, ok := c.uids[name]
+	c.mu.Unlock()
+	if ok {
+		c.forget(name, uid)
+	}
+}
+
+// record stores the state reported for the node and says whether it
+// differs from the previous one (a node not in the out-of-service set is
+// None).
+func (c *Controller) record(node *v1.Node, s State, reasons []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := StateNone
+	if r, ok := c.states[node.UID]; ok {
+		prev = r.state
+	}
+	if sameState(s, StateNone) {
+		delete(c.states, node.UID)
+	} else {
+		c.states[node.UID] = nodeRecord{name: node.Name, state: s, reasons: reasons}
+	}
+	return !sameState(prev, s)
+}
+
+// OutOfService returns the names of the nodes the controller has taken out
+// of rotation, with the taints that caused it.
+func (c *Controller) OutOfService() map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string][]string, len(c.states))
+	for _, r := range c.states {
+		out[r.name] = slices.Clone(r.reasons)
+	}
+	return out
+}
+
+func truncate(s string) string {
+	if len(s) <= maxEventMessage {
+		return s
+	}
+	return s[:maxEventMessage-3] + "..."
+}

@@ -1,0 +1,349 @@
+package adminstate
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+const waitFor = 10 * time.Second
+
+func clusterNodes() []runtime.Object {
+	return []runtime.Object{
+		node("n1", "u1", n1IPs),
+		node("n2", "u2", n2IPs),
+		node("n3", "u3", []string{"10.0.0.3", "fd00::3"}),
+	}
+}
+
+// n1Down reports whether every pool entry of n1 has the state.
+func n1Is(f *fakeARM, s State) bool {
+	for _, p := range append(allPools(), PoolRef{"lb-b", "default-web"}) {
+		ip := "10.0.0.1"
+		if p.Pool == "kubernetes-IPv6" {
+			ip = "fd00::1"
+		}
+		if f.state(p.LoadBalancer, p.Pool, ip) != s {
+			return false
+		}
+	}
+	return true
+}
+
+// barrier takes n3 out of service and waits until that is applied: the
+// single worker handles the queue in order, so every change made before the
+// barrier has been handled once it returns.
+func barrier(t *testing.T, e *ctrlEnv, f *fakeARM) {
+	t.Helper()
+	e.setTaints("n3", taintOOS)
+	poll(t, waitFor, "barrier node n3 Down", func() bool { return len(e.events.Find("n3", EventReasonAdminStateDown)) == 1 })
+}
+
+func TestControllerTaintTransitions(t *testing.T) {
+	tests := []struct {
+		name   string
+		taints []v1.Taint
+		down   bool
+	}{
+		{"out-of-service", []v1.Taint{taintOOS}, true},
+		{"shutdown", []v1.Taint{taintShutdown}, true},
+		{"spot eviction", []v1.Taint{taintSpot}, true},
+		{"all three", []v1.Taint{taintOOS, taintShutdown, taintSpot}, true},
+		{"draining with another value", []v1.Taint{taintOther}, false},
+		{"cordon", []v1.Taint{taintCordon}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeARM(t)
+			clusterLayout(f)
+			e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+			e.run()
+			// Startup verifies every node (GETs only).
+			poll(t, waitFor, "startup verification", func() bool { g, _ := f.counts(); return g > 0 && e.c.queue.Len() == 0 })
+			if _, puts := f.counts(); puts != 0 {
+				t.Fatalf("startup wrote %d pools, want 0", puts)
+			}
+
+			e.setTaints("n1", tc.taints...)
+			if !tc.down {
+				barrier(t, e, f)
+				if !n1Is(f, none) {
+					t.Fatal("n1 taken out of rotation by an unsupported signal")
+				}
+				if _, puts := f.counts(); puts != 6 {
+					t.Errorf("puts = %d, want 6 (the barrier node only)", puts)
+				}
+				if got := e.events.Find("n1", EventReasonAdminStateDown); len(got) != 0 {
+					t.Errorf("unexpected Down event: %v", got)
+				}
+				if _, ok := e.c.OutOfService()["n1"]; ok {
+					t.Error("n1 in the out-of-service set")
+				}
+				return
+			}
+			poll(t, waitFor, "n1 Down on every pool", func() bool { return n1Is(f, down) })
+			poll(t, waitFor, "Down event", func() bool { return len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
+			if msg := e.events.Find("n1", EventReasonAdminStateDown)[0].message; !strings.Contains(msg, "7 backend pool") {
+				t.Errorf("Down event message %q", msg)
+			}
+			reasons := e.c.OutOfService()["n1"]
+			if len(reasons) != len(tc.taints) {
+				t.Errorf("out-of-service reasons %v, want %d", reasons, len(tc.taints))
+			}
+
+			// Removing all supported taints restores None (a cordon stays).
+			e.setTaints("n1", taintCordon)
+			poll(t, waitFor, "n1 None on every pool", func() bool { return n1Is(f, none) })
+			poll(t, waitFor, "None event", func() bool { return len(e.events.Find("n1", EventReasonAdminStateNone)) == 1 })
+			if _, ok := e.c.OutOfService()["n1"]; ok {
+				t.Error("n1 still in the out-of-service set")
+			}
+			if n := e.events.Count(EventReasonAdminStateUpdateFailed); n != 0 {
+				t.Errorf("%d failure events", n)
+			}
+		})
+	}
+}
+
+func TestControllerPartialTaintRemovalKeepsDown(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e.run()
+	e.setTaints("n1", taintOOS, taintShutdown)
+	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
+	_, puts := f.counts()
+	e.setTaints("n1", taintShutdown)
+	barrier(t, e, f)
+	if !n1Is(f, down) {
+		t.Fatal("n1 restored while the shutdown taint remains")
+	}
+	if _, p := f.counts(); p != puts+6 {
+		t.Errorf("puts %d -> %d, want only the barrier's 6", puts, p)
+	}
+	if got := e.c.OutOfService()["n1"]; len(got) != 1 || got[0] != TaintShutdown {
+		t.Errorf("reasons = %v, want [shutdown]", got)
+	}
+}
+
+func TestControllerCoalescesPendingNodes(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	// The initial list queued every node: one batch, one lock, GETs only.
+	if n := e.c.queue.Len(); n != 3 {
+		t.Fatalf("queue length after sync = %d, want 3", n)
+	}
+	if !e.c.processNextWorkItem(e.ctx) {
+		t.Fatal("queue shut down")
+	}
+	if f.lock.lockCount() != 1 || e.c.queue.Len() != 0 {
+		t.Fatalf("initial batch: locks %d, queue %d; want 1 and 0", f.lock.lockCount(), e.c.queue.Len())
+	}
+	if g, p := f.counts(); g != 7 || p != 0 {
+		t.Fatalf("initial batch: gets %d puts %d, want 7 and 0", g, p)
+	}
+
+	e.setTaints("n1", taintOOS)
+	e.setTaints("n2", taintSpot)
+	poll(t, waitFor, "both nodes queued", func() bool { return e.c.queue.Len() == 2 })
+	if !e.c.processNextWorkItem(e.ctx) {
+		t.Fatal("queue shut down")
+	}
+	for _, p := range allPools() {
+		if n := f.putsOf(p.LoadBalancer, p.Pool); n != 1 {
+			t.Errorf("%s: %d PUTs, want 1 for two nodes", p, n)
+		}
+	}
+	if !n1Is(f, down) || f.state("lb-b", "kubernetes-IPv6", "fd00::2") != down {
+		t.Error("not every node Down")
+	}
+	if f.lock.lockCount() != 2 {
+		t.Errorf("lock taken %d times, want 2", f.lock.lockCount())
+	}
+	if len(e.events.Find("n1", EventReasonAdminStateDown)) != 1 || len(e.events.Find("n2", EventReasonAdminStateDown)) != 1 {
+		t.Error("missing Down events")
+	}
+}
+
+func TestControllerBackoffOnFailure(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newFakeARM(t)
+	clusterLayout(f)
+	failing := true
+	f.putErr = func(lb, pool string) error {
+		if failing {
+			return respErr(http.StatusTooManyRequests, "SubscriptionRequestsThrottled")
+		}
+		return nil
+	}
+	e := newCtrlEnv(t, f, f.lock, clk, clusterNodes()...)
+	e.c.processNextWorkItem(e.ctx) // initial verification
+	e.setTaints("n1", taintOOS)
+	poll(t, waitFor, "n1 queued", func() bool { return e.c.queue.Len() == 1 })
+
+	// Each failure records a Warning and requeues after 5ms, 10ms, 20ms.
+	for i, delay := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
+		e.c.processNextWorkItem(e.ctx)
+		if got := len(e.events.Find("n1", EventReasonAdminStateUpdateFailed)); got != i+1 {
+			t.Fatalf("attempt %d: %d warning events", i, got)
+		}
+		if e.c.queue.Len() != 0 {
+			t.Fatalf("attempt %d: requeued without delay", i)
+		}
+		poll(t, waitFor, "requeue timer", func() bool { return clk.HasWaiters() })
+		clk.Step(delay - time.Millisecond)
+		if e.c.queue.Len() != 0 {
+			t.Fatalf("attempt %d: requeued before %v", i, delay)
+		}
+		clk.Step(time.Millisecond)
+		poll(t, waitFor, "requeue after backoff", func() bool { return e.c.queue.Len() == 1 })
+	}
+	msg := e.events.Find("n1", EventReasonAdminStateUpdateFailed)[0].message
+	if !strings.Contains(msg, "SubscriptionRequestsThrottled") || !strings.Contains(msg, "Down") {
+		t.Errorf("warning message %q lacks the error", msg)
+	}
+	failing = false
+	e.c.processNextWorkItem(e.ctx)
+	if !n1Is(f, down) {
+		t.Fatal("n1 not Down after recovery")
+	}
+	if e.c.queue.NumRequeues("n1") != 0 {
+		t.Error("backoff not reset after success")
+	}
+	if len(e.events.Find("n1", EventReasonAdminStateDown)) != 1 {
+		t.Error("no Down event after recovery")
+	}
+}
+
+func TestControllerDeletedNodeMakesNoCall(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e.run()
+	e.setTaints("n1", taintOOS)
+	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
+	gets, puts := f.counts()
+	e.deleteNode("n1")
+	poll(t, waitFor, "n1 forgotten", func() bool { _, ok := e.c.OutOfService()["n1"]; return !ok })
+	barrier(t, e, f)
+	if g, p := f.counts(); p != puts+6 || g != gets+6 {
+		t.Errorf("deleting n1: gets %d->%d puts %d->%d; want only the barrier's 6 and 6", gets, g, puts, p)
+	}
+}
+
+func TestControllerReplacementNodeDoesNotInheritDown(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e.run()
+	e.setTaints("n1", taintSpot)
+	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
+
+	// The VM is evicted and recreated under the same name and address; the
+	// pools still hold the old entry (Down) until the Service reconcile.
+	e.deleteNode("n1")
+	e.createNode(node("n1", "u1-new", n1IPs))
+	poll(t, waitFor, "replacement restored to None", func() bool { return n1Is(f, none) })
+	if _, ok := e.c.OutOfService()["n1"]; ok {
+		t.Error("replacement in the out-of-service set")
+	}
+	e.c.mu.Lock()
+	_, oldKept := e.c.states["u1"]
+	e.c.mu.Unlock()
+	if oldKept {
+		t.Error("old UID still recorded")
+	}
+
+	// Tainting the replacement works as for any node.
+	e.setTaints("n1", taintOOS)
+	poll(t, waitFor, "replacement Down", func() bool { return n1Is(f, down) })
+}
+
+func TestControllerRestartVerifiesWithoutWrites(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	for _, lb := range []string{"lb-a", "lb-b", "lb-a-internal"} {
+		f.addPool(lb, "kubernetes", addr{"n1", "10.0.0.1", down}, addr{"n2", "10.0.0.2", ""})
+		f.addPool(lb, "kubernetes-IPv6", addr{"n1", "fd00::1", down}, addr{"n2", "fd00::2", ""})
+	}
+	f.addPool("lb-b", "default-web", addr{"n1", "10.0.0.1", down})
+	objs := clusterNodes()
+	objs[0] = node("n1", "u1", n1IPs, taintSpot)
+	e := newCtrlEnv(t, f, f.lock, nil, objs...)
+	e.run()
+	poll(t, waitFor, "Down reported", func() bool { return len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
+	if _, puts := f.counts(); puts != 0 {
+		t.Errorf("restart wrote %d pools, want 0", puts)
+	}
+	if got := e.c.OutOfService()["n1"]; len(got) != 1 || got[0] != TaintDraining {
+		t.Errorf("out-of-service set after restart: %v", e.c.OutOfService())
+	}
+}
+
+func TestControllerRestartRestoresNoneForClearedNode(t *testing.T) {
+	f := newFakeARM(t)
+	// The taint was removed while no controller ran.
+	f.addPool("lb-a", "kubernetes", addr{"n1", "10.0.0.1", down})
+	e := newCtrlEnv(t, f, f.lock, nil, node("n1", "u1", []string{"10.0.0.1"}))
+	e.run()
+	poll(t, waitFor, "n1 restored", func() bool { return f.state("lb-a", "kubernetes", "10.0.0.1") == none })
+}
+
+func TestControllerWarningThenRecovery(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	left := 2
+	f.putErr = func(lb, pool string) error {
+		if lb == "lb-b" && pool == "kubernetes" && left > 0 {
+			left--
+			return respErr(http.StatusInternalServerError, "InternalServerError")
+		}
+		return nil
+	}
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e.run()
+	e.setTaints("n1", taintOOS)
+	poll(t, waitFor, "n1 Down after retries", func() bool { return n1Is(f, down) && len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
+	warn := e.events.Find("n1", EventReasonAdminStateUpdateFailed)
+	if len(warn) != 2 || !strings.Contains(warn[0].message, "lb-b/kubernetes") {
+		t.Fatalf("warnings = %+v, want 2 naming lb-b/kubernetes", warn)
+	}
+	if warn[0].kind != v1.EventTypeWarning {
+		t.Errorf("event type %s", warn[0].kind)
+	}
+}
+
+func TestControllerIgnoresIrrelevantUpdates(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	old := node("n1", "u1", n1IPs)
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*v1.Node)
+		enqueue bool
+	}{
+		{"label", func(n *v1.Node) { n.Labels = map[string]string{"a": "b"} }, false},
+		{"cordon", func(n *v1.Node) { n.Spec.Unschedulable = true; n.Spec.Taints = []v1.Taint{taintCordon} }, false},
+		{"condition", func(n *v1.Node) { n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady}} }, false},
+		{"other draining value", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{taintOther} }, false},
+		{"out-of-service", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{taintOOS} }, true},
+		{"address", func(n *v1.Node) { n.Status.Addresses[0].Address = "10.0.0.9" }, true},
+		{"uid", func(n *v1.Node) { n.UID = "u1-new" }, true},
+	} {
+		e.c.queue.ShutDown()
+		e.c.queue = newTestQueue()
+		n := old.DeepCopy()
+		tc.mutate(n)
+		e.c.onNodeUpdate(old, n)
+		if got := e.c.queue.Len() == 1; got != tc.enqueue {
+			t.Errorf("%s: enqueued %v, want %v", tc.name, got, tc.enqueue)
+		}
+	}
+}

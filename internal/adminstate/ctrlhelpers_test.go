@@ -1,0 +1,234 @@
+package adminstate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// recorded is one event the controller recorded.
+type recorded struct {
+	node, kind, reason, message string
+	at                          time.Time
+}
+
+// eventLog is a concurrency-safe EventRecorder that keeps every event.
+type eventLog struct {
+	mu     sync.Mutex
+	events []recorded
+	notify func(recorded)
+}
+
+func (l *eventLog) Event(obj runtime.Object, kind, reason, msg string) {
+	name := ""
+	if m, ok := obj.(metav1.Object); ok {
+		name = m.GetName()
+	}
+	r := recorded{node: name, kind: kind, reason: reason, message: msg, at: time.Now()}
+	l.mu.Lock()
+	l.events = append(l.events, r)
+	n := l.notify
+	l.mu.Unlock()
+	if n != nil {
+		n(r)
+	}
+}
+
+func (l *eventLog) Eventf(obj runtime.Object, kind, reason, format string, args ...any) {
+	l.Event(obj, kind, reason, fmt.Sprintf(format, args...))
+}
+
+func (l *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, kind, reason, format string, args ...any) {
+	l.Eventf(obj, kind, reason, format, args...)
+}
+
+// Find returns the events of a node with the reason.
+func (l *eventLog) Find(node, reason string) []recorded {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []recorded
+	for _, e := range l.events {
+		if e.node == node && e.reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (l *eventLog) Count(reason string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.events {
+		if e.reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// ctrlEnv is a controller over a fake clientset and shared informers.
+type ctrlEnv struct {
+	t       testing.TB
+	kube    *fake.Clientset
+	factory informers.SharedInformerFactory
+	mgr     *Manager
+	events  *eventLog
+	c       *Controller
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// newCtrlEnv builds the controller over the objects and starts the
+// informers (not the workers). clk nil: the real clock.
+func newCtrlEnv(t testing.TB, backend Backend, lock Locker, clk clock.WithTicker, objs ...runtime.Object) *ctrlEnv {
+	t.Helper()
+	kube := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	mgr, err := NewManager(backend, lock, ManagerOptions{SubscriptionID: "sub", Source: uniqueSource(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &eventLog{}
+	c, err := NewController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), mgr, ev, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	env := &ctrlEnv{t: t, kube: kube, factory: factory, mgr: mgr, events: ev, c: c, ctx: ctx, cancel: cancel}
+	factory.Start(ctx.Done())
+	t.Cleanup(env.stop)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("caches did not sync")
+	}
+	return env
+}
+
+// run starts the workers (one spot worker, so its queue is FIFO).
+func (e *ctrlEnv) run() {
+	e.done = make(chan struct{})
+	go func() {
+		defer close(e.done)
+		if err := e.c.Run(e.ctx, 1); err != nil {
+			e.t.Errorf("Run: %v", err)
+		}
+	}()
+}
+
+func (e *ctrlEnv) stop() {
+	e.cancel()
+	if e.done != nil {
+		<-e.done
+	}
+	e.c.shutdown()
+	e.factory.Shutdown()
+}
+
+func (e *ctrlEnv) getNode(name string) *v1.Node {
+	e.t.Helper()
+	n, err := e.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// setTaints replaces a node's taints through the API.
+func (e *ctrlEnv) setTaints(name string, taints ...v1.Taint) {
+	e.t.Helper()
+	n := e.getNode(name)
+	n.Spec.Taints = taints
+	if _, err := e.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *ctrlEnv) createNode(n *v1.Node) {
+	e.t.Helper()
+	if _, err := e.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *ctrlEnv) deleteNode(name string) {
+	e.t.Helper()
+	if err := e.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// nodeUpdates counts update calls on nodes made through the clientset.
+func (e *ctrlEnv) nodeUpdates() int {
+	n := 0
+	for _, a := range e.kube.Actions() {
+		if a.GetVerb() == "update" && a.GetResource().Resource == "nodes" {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *ctrlEnv) hasSpotTaint(name string) bool { return hasSpotEvictionTaint(e.getNode(name)) }
+
+// preemptEvent is a PreemptScheduled event about a node at time at.
+func preemptEvent(name, node string, uid string, at time.Time) *v1.Event {
+	return &v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: "default"},
+		InvolvedObject: v1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(uid)},
+		Reason:         ReasonPreemptScheduled,
+		Type:           v1.EventTypeWarning,
+		Message:        "Preempt scheduled",
+		FirstTimestamp: metav1.NewTime(at),
+		LastTimestamp:  metav1.NewTime(at),
+		Count:          1,
+	}
+}
+
+func (e *ctrlEnv) createEvent(ev *v1.Event) {
+	e.t.Helper()
+	if _, err := e.kube.CoreV1().Events(ev.Namespace).Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *ctrlEnv) updateEvent(ev *v1.Event) {
+	e.t.Helper()
+	if _, err := e.kube.CoreV1().Events(ev.Namespace).Update(context.Background(), ev, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+}
+
+// Messages returns the messages of the node's events with the reason.
+func (l *eventLog) Messages(node, reason string) []string {
+	var out []string
+	for _, e := range l.Find(node, reason) {
+		out = append(out, e.message)
+	}
+	return out
+}
+
+// Times returns when the node's events with the reason were recorded.
+func (l *eventLog) Times(node, reason string) []time.Time {
+	var out []time.Time
+	for _, e := range l.Find(node, reason) {
+		out = append(out, e.at)
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package adminstate
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// State is the admin state of a backend address entry.
+type State = armnetwork.LoadBalancerBackendAddressAdminState
+
+// canonicalIP normalises an address for comparison ("fd00::0001" and
+// "fd00::1" are the same entry). A string that is not an IP is compared
+// lower-cased.
+func canonicalIP(s string) string {
+	ip, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(s))
+	}
+	return ip.Unmap().String()
+}
+
+// stateOf reads an entry's admin state; unset or empty is None.
+func stateOf(a *armnetwork.LoadBalancerBackendAddress) State {
+	if a == nil || a.Properties == nil || a.Properties.AdminState == nil || *a.Properties.AdminState == "" {
+		return armnetwork.LoadBalancerBackendAddressAdminStateNone
+	}
+	return *a.Properties.AdminState
+}
+
+// sameState compares admin states case-insensitively (ARM canonicalises
+// "down" to "Down").
+func sameState(a, b State) bool { return strings.EqualFold(string(a), string(b)) }
+
+// setAdminState sets, on every entry of the pool whose IP address is in
+// desired, that admin state. Other entries are left untouched. It returns
+// the canonical IPs of the entries it changed and of the desired addresses
+// found in the pool.
+func setAdminState(pool *armnetwork.BackendAddressPool, desired map[string]State) (changed, found []string) {
+	if pool == nil || pool.Properties == nil {
+		return nil, nil
+	}
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		if a == nil || a.Properties == nil || a.Properties.IPAddress == nil {
+			continue
+		}
+		ip := canonicalIP(*a.Properties.IPAddress)
+		want, ok := desired[ip]
+		if !ok {
+			continue
+		}
+		found = append(found, ip)
+		if sameState(stateOf(a), want) {
+			continue
+		}
+		w := want
+		a.Properties.AdminState = &w
+		changed = append(changed, ip)
+	}
+	return changed, found
+}
+
+// etagChain remembers, per load balancer, the etag each successful pool PUT
+// turned into. A backend pool shares its load balancer's etag, so after a
+// PUT of pool A with If-Match E succeeds (yielding E'), pool B of the same
+// load balancer read at E is unchanged at E': only A changed between the
+// two. Writing B with If-Match E' is then as safe as writing it with E, and
+// avoids a certain 412 and a second GET.
+type etagChain map[string]string
+
+// resolve follows the chain from etag to the newest known etag.
+func (c etagChain) resolve(etag string) string {
+	for range len(c) + 1 {
+		next, ok := c[etag]
+		if !ok || next == "" || next == etag {
+			return etag
+		}
+		etag = next
+	}
+	return etag
+}
+
+// advance records that a write with If-Match from produced to.
+func (c etagChain) advance(from string, to *string) {
+	if from == "" || to == nil || *to == "" || *to == from {
+		return
+	}
+	c[from] = *to
+}

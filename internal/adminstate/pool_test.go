@@ -1,0 +1,134 @@
+package adminstate
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+func TestSetAdminState(t *testing.T) {
+	down, none, up := armnetwork.LoadBalancerBackendAddressAdminStateDown, armnetwork.LoadBalancerBackendAddressAdminStateNone, armnetwork.LoadBalancerBackendAddressAdminStateUp
+	tests := []struct {
+		name        string
+		entries     []addr
+		desired     map[string]State
+		wantChanged []string
+		wantFound   []string
+		wantStates  []State // per entry, after
+	}{
+		{"down on matching entry only", []addr{{"a", "10.0.0.4", ""}, {"b", "10.0.0.5", ""}},
+			map[string]State{"10.0.0.4": down}, []string{"10.0.0.4"}, []string{"10.0.0.4"}, []State{down, none}},
+		{"unset counts as None", []addr{{"a", "10.0.0.4", ""}},
+			map[string]State{"10.0.0.4": none}, nil, []string{"10.0.0.4"}, []State{none}},
+		{"restore None", []addr{{"a", "10.0.0.4", down}, {"b", "10.0.0.5", down}},
+			map[string]State{"10.0.0.4": none}, []string{"10.0.0.4"}, []string{"10.0.0.4"}, []State{none, down}},
+		{"already down, case folded", []addr{{"a", "10.0.0.4", "down"}},
+			map[string]State{"10.0.0.4": down}, nil, []string{"10.0.0.4"}, []State{"down"}},
+		{"IPv6 compared canonically", []addr{{"a", "fd00:0::0004", ""}},
+			map[string]State{"fd00::4": down}, []string{"fd00::4"}, []string{"fd00::4"}, []State{down}},
+		{"Up is replaced", []addr{{"a", "10.0.0.4", up}},
+			map[string]State{"10.0.0.4": none}, []string{"10.0.0.4"}, []string{"10.0.0.4"}, []State{none}},
+		{"no match", []addr{{"a", "10.0.0.4", ""}},
+			map[string]State{"10.0.0.9": down}, nil, nil, []State{none}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := &armnetwork.BackendAddressPool{Properties: &armnetwork.BackendAddressPoolPropertiesFormat{}}
+			for _, a := range tc.entries {
+				e := &armnetwork.LoadBalancerBackendAddress{Name: to.Ptr(a.name),
+					Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr(a.ip)}}
+				if a.state != "" {
+					e.Properties.AdminState = to.Ptr(a.state)
+				}
+				pool.Properties.LoadBalancerBackendAddresses = append(pool.Properties.LoadBalancerBackendAddresses, e)
+			}
+			changed, found := setAdminState(pool, tc.desired)
+			if !slices.Equal(changed, tc.wantChanged) || !slices.Equal(found, tc.wantFound) {
+				t.Fatalf("changed=%v found=%v, want %v %v", changed, found, tc.wantChanged, tc.wantFound)
+			}
+			for i, e := range pool.Properties.LoadBalancerBackendAddresses {
+				if got := stateOf(e); got != tc.wantStates[i] {
+					t.Errorf("entry %d state %q, want %q", i, got, tc.wantStates[i])
+				}
+			}
+		})
+	}
+}
+
+func TestSetAdminStateToleratesEmptyPools(t *testing.T) {
+	want := map[string]State{"10.0.0.4": armnetwork.LoadBalancerBackendAddressAdminStateDown}
+	for _, p := range []*armnetwork.BackendAddressPool{nil, {}, {Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+		LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{nil, {}, {Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{}}},
+	}}} {
+		if c, f := setAdminState(p, want); len(c) != 0 || len(f) != 0 {
+			t.Errorf("setAdminState(%v) = %v, %v; want nothing", p, c, f)
+		}
+	}
+}
+
+func TestEtagChain(t *testing.T) {
+	c := etagChain{}
+	if got := c.resolve("e1"); got != "e1" {
+		t.Fatalf("empty chain resolve = %q", got)
+	}
+	c.advance("e1", to.Ptr("e2"))
+	c.advance("e2", to.Ptr("e3"))
+	c.advance("", to.Ptr("x"))    // no If-Match: nothing learned
+	c.advance("e3", nil)          // no etag in the answer
+	c.advance("e3", to.Ptr("e3")) // no change
+	for in, want := range map[string]string{"e1": "e3", "e2": "e3", "e3": "e3", "other": "other", "": ""} {
+		if got := c.resolve(in); got != want {
+			t.Errorf("resolve(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A cycle cannot loop forever.
+	c = etagChain{"a": "b", "b": "a"}
+	_ = c.resolve("a")
+}
+
+func TestCanonicalIP(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.4": "10.0.0.4", " 10.0.0.4 ": "10.0.0.4", "::ffff:10.0.0.4": "10.0.0.4",
+		"FD00:0::1": "fd00::1", "not-an-ip": "not-an-ip", "NAME": "name",
+	} {
+		if got := canonicalIP(in); got != want {
+			t.Errorf("canonicalIP(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzSetAdminState: arbitrary addresses and states never panic, only
+// entries whose address is desired change, and they end in the desired
+// state.
+func FuzzSetAdminState(f *testing.F) {
+	f.Add("10.0.0.4", "10.0.0.4", "Down", "")
+	f.Add("fd00::0004", "FD00::4", "None", "Down")
+	f.Add("not-an-ip", "NOT-AN-IP", "Up", "down")
+	f.Add("", "", "", "")
+	f.Fuzz(func(t *testing.T, entryIP, wantIP, wantState, have string) {
+		e := &armnetwork.LoadBalancerBackendAddress{Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr(entryIP)}}
+		if have != "" {
+			e.Properties.AdminState = to.Ptr(State(have))
+		}
+		other := &armnetwork.LoadBalancerBackendAddress{Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("192.0.2.1")}}
+		pool := &armnetwork.BackendAddressPool{Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{e, nil, other}}}
+		want := map[string]State{canonicalIP(wantIP): State(wantState)}
+		changed, found := setAdminState(pool, want)
+		if len(changed) > len(found) {
+			t.Fatalf("changed %v not within found %v", changed, found)
+		}
+		matches := canonicalIP(entryIP) == canonicalIP(wantIP)
+		if matches && !sameState(stateOf(e), State(wantState)) && !(wantState == "" && stateOf(e) == armnetwork.LoadBalancerBackendAddressAdminStateNone) {
+			t.Fatalf("entry state %q, want %q", stateOf(e), wantState)
+		}
+		if !matches && len(changed) > 0 && canonicalIP(wantIP) != "192.0.2.1" {
+			t.Fatalf("changed %v without a matching entry", changed)
+		}
+		if canonicalIP(wantIP) != "192.0.2.1" && other.Properties.AdminState != nil {
+			t.Fatal("untouched entry changed")
+		}
+	})
+}

@@ -1,0 +1,229 @@
+package adminstate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+)
+
+// PreemptEventMaxAge is how old a PreemptScheduled occurrence may be and
+// still taint its node. A Spot eviction follows its notice within about 30
+// seconds, so an older notice is about a VM that is gone or going.
+const PreemptEventMaxAge = 2 * time.Minute
+
+// TaintEffectSpotEviction is the effect of the spot-eviction taint the
+// controller adds. NoSchedule keeps new pods off the node without evicting
+// running ones.
+const TaintEffectSpotEviction = v1.TaintEffectNoSchedule
+
+// PreemptEventListOptions restricts an event informer to PreemptScheduled
+// events about nodes, e.g.
+// informers.WithTweakListOptions(adminstate.PreemptEventListOptions).
+func PreemptEventListOptions(o *metav1.ListOptions) {
+	o.FieldSelector = fields.AndSelectors(
+		fields.OneTermEqualSelector("reason", ReasonPreemptScheduled),
+		fields.OneTermEqualSelector("involvedObject.kind", "Node"),
+	).String()
+}
+
+// preemptSignal is one PreemptScheduled occurrence for a node.
+type preemptSignal struct {
+	uid types.UID // involvedObject.uid; may be empty
+	at  time.Time // when it last occurred
+}
+
+// occurrence is when the event last occurred: the newest of its series,
+// last, first and event times (and, failing those, its creation).
+func occurrence(ev *v1.Event) time.Time {
+	var t time.Time
+	later := func(c time.Time) {
+		if c.After(t) {
+			t = c
+		}
+	}
+	if ev.Series != nil {
+		later(ev.Series.LastObservedTime.Time)
+	}
+	later(ev.LastTimestamp.Time)
+	later(ev.EventTime.Time)
+	later(ev.FirstTimestamp.Time)
+	if t.IsZero() {
+		t = ev.CreationTimestamp.Time
+	}
+	return t
+}
+
+// onEventAdd ignores the events of the informer's initial list: they
+// happened before this controller was watching, and acting on them after a
+// restart could re-taint a node an operator has cleared since. The price: a
+// notice that arrives while no controller runs is missed (the node then
+// relies on the shutdown taint and on health probes).
+func (c *Controller) onEventAdd(obj any, isInInitialList bool) {
+	if isInInitialList {
+		return
+	}
+	c.onEvent(obj)
+}
+
+// onEventUpdate handles a changed event (a repeat bumps its count and last
+// timestamp); resyncs are ignored.
+func (c *Controller) onEventUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1.Event)
+	n, ok2 := newObj.(*v1.Event)
+	if ok1 && ok2 && o.ResourceVersion != "" && o.ResourceVersion == n.ResourceVersion {
+		return
+	}
+	c.onEvent(newObj)
+}
+
+// onEvent records a fresh PreemptScheduled occurrence about a node and
+// enqueues the node for the spot-eviction taint.
+func (c *Controller) onEvent(obj any) {
+	ev, ok := obj.(*v1.Event)
+	if !ok || ev.Reason != ReasonPreemptScheduled || ev.InvolvedObject.Kind != "Node" || ev.InvolvedObject.Name == "" {
+		return
+	}
+	sig := preemptSignal{uid: ev.InvolvedObject.UID, at: occurrence(ev)}
+	if c.clock.Since(sig.at) > PreemptEventMaxAge {
+		return
+	}
+	name := ev.InvolvedObject.Name
+	c.mu.Lock()
+	if cur, ok := c.preempt[name]; !ok || sig.at.After(cur.at) {
+		c.preempt[name] = sig
+	}
+	c.mu.Unlock()
+	c.spotQueue.Add(name)
+}
+
+func (c *Controller) processNextSpotItem(ctx context.Context) bool {
+	name, quit := c.spotQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.spotQueue.Done(name)
+	if err := c.syncSpot(ctx, name); err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		klog.FromContext(ctx).Error(err, "Adding the spot-eviction taint failed; retrying with backoff", "node", name)
+		c.spotQueue.AddRateLimited(name)
+		return true
+	}
+	c.spotQueue.Forget(name)
+	return true
+}
+
+// syncSpot adds the spot-eviction taint for the pending PreemptScheduled
+// occurrence of the node, once. It does nothing when the occurrence is about
+// another incarnation of the node (UID, or earlier than its creation), is
+// too old, is not newer than one already acted on for this node, or when the
+// taint is already there.
+func (c *Controller) syncSpot(ctx context.Context, name string) error {
+	c.mu.Lock()
+	sig, ok := c.preempt[name]
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	done := func() {
+		c.mu.Lock()
+		if cur, ok := c.preempt[name]; ok && !cur.at.After(sig.at) {
+			delete(c.preempt, name)
+		}
+		c.mu.Unlock()
+	}
+	if c.clock.Since(sig.at) > PreemptEventMaxAge {
+		done()
+		return nil
+	}
+	var tainted *v1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tainted = nil
+		node, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if sig.uid != "" && sig.uid != node.UID {
+			return nil // about a previous incarnation
+		}
+		if sig.at.Before(node.CreationTimestamp.Time) {
+			return nil // happened before this node existed
+		}
+		c.mu.Lock()
+		h, seen := c.handled[node.UID]
+		c.mu.Unlock()
+		if seen && !sig.at.After(h.at) {
+			return nil // duplicate of one already acted on
+		}
+		if hasSpotEvictionTaint(node) {
+			c.markHandled(node.UID, sig)
+			return nil // duplicate: taint already there
+		}
+		n := node.DeepCopy()
+		n.Spec.Taints = withSpotEvictionTaint(n.Spec.Taints)
+		out, err := c.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		c.markHandled(out.UID, sig)
+		tainted = out
+		return nil
+	})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			done()
+			return nil
+		}
+		if node, gerr := c.nodes.Get(name); gerr == nil {
+			c.recorder.Event(node, v1.EventTypeWarning, EventReasonSpotEvictionTaintFailed,
+				truncate(fmt.Sprintf("Adding taint %s=%s:%s failed: %v", TaintDraining, TaintDrainingSpotEviction, TaintEffectSpotEviction, err)))
+		}
+		return fmt.Errorf("adminstate: taint node %s for spot eviction: %w", name, err)
+	}
+	done()
+	if tainted != nil {
+		klog.FromContext(ctx).Info("Added the spot-eviction taint after a PreemptScheduled event", "node", name, "eventTime", sig.at)
+		c.recorder.Eventf(tainted, v1.EventTypeNormal, EventReasonSpotEvictionTainted,
+			"Added taint %s=%s:%s after a %s event", TaintDraining, TaintDrainingSpotEviction, TaintEffectSpotEviction, ReasonPreemptScheduled)
+	}
+	return nil
+}
+
+func (c *Controller) markHandled(uid types.UID, sig preemptSignal) {
+	c.mu.Lock()
+	if h, ok := c.handled[uid]; !ok || sig.at.After(h.at) {
+		c.handled[uid] = sig
+	}
+	c.mu.Unlock()
+}
+
+func hasSpotEvictionTaint(n *v1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintDraining && t.Value == TaintDrainingSpotEviction {
+			return true
+		}
+	}
+	return false
+}
+
+// withSpotEvictionTaint adds draining=spot-eviction:NoSchedule. A draining
+// taint with the same effect and another value is given the spot-eviction
+// value (a node carries at most one taint per key and effect).
+func withSpotEvictionTaint(taints []v1.Taint) []v1.Taint {
+	for i, t := range taints {
+		if t.Key == TaintDraining && t.Effect == TaintEffectSpotEviction {
+			taints[i].Value = TaintDrainingSpotEviction
+			return taints
+		}
+	}
+	return append(taints, v1.Taint{Key: TaintDraining, Value: TaintDrainingSpotEviction, Effect: TaintEffectSpotEviction})
+}
