@@ -2,8 +2,10 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -75,9 +77,17 @@ func write[T any](ctx context.Context, b *base, op, resourceGroup, object, etag 
 	if err != nil {
 		return zero, b.wrap(op, object, err)
 	}
-	poller, err := begin(withIfMatch(callCtx, etag))
+	var initial *http.Response
+	poller, err := begin(runtime.WithCaptureResponse(withIfMatch(callCtx, etag), &initial))
 	if err != nil {
 		return zero, b.wrap(op, object, err)
+	}
+	// A write ARM completed synchronously (200/201 with a terminal
+	// provisioningState, as updates of load balancers and pools are) carries
+	// the final resource in its body: decode it instead of letting the
+	// poller GET the resource again, which would cost one more round trip.
+	if out, ok := synchronousResult[T](poller, initial); ok {
+		return out, nil
 	}
 	pollCtx := withRequestInfo(ctx, b.metricName+"_"+op+pollSuffix, resourceGroup)
 	resp, err := poller.PollUntilDone(pollCtx, &runtime.PollUntilDoneOptions{Frequency: b.pollFrequency})
@@ -122,4 +132,31 @@ func get[R, T any](ctx context.Context, b *base, resourceGroup, object string,
 		return nil, b.wrap(opGet, object, err)
 	}
 	return value(&resp), nil
+}
+
+// synchronousResult decodes the initial response of a write that needs no
+// polling: the poller is done, the status is 200 or 201 and the body's
+// provisioningState is Succeeded. Anything else (deletes, 202s, bodies
+// that do not decode) goes through the poller as usual.
+func synchronousResult[T any](poller interface{ Done() bool }, resp *http.Response) (T, bool) {
+	var out T
+	if resp == nil || !poller.Done() || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated) {
+		return out, false
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil || len(body) == 0 {
+		return out, false
+	}
+	var state struct {
+		Properties struct {
+			ProvisioningState string `json:"provisioningState"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(body, &state) != nil || !strings.EqualFold(state.Properties.ProvisioningState, "Succeeded") {
+		return out, false
+	}
+	if json.Unmarshal(body, &out) != nil {
+		return out, false
+	}
+	return out, true
 }

@@ -605,3 +605,34 @@ func closeWriteGate(t testing.TB, env *emuEnv, etag string) {
 		t.Fatalf("closing the gate: %v", err)
 	}
 }
+
+// An update ARM completes synchronously costs exactly one request: the
+// result is decoded from the PUT's own response, not fetched again. A write
+// that needs polling (here: operations that stay InProgress) still polls.
+func TestEmulatorSynchronousWriteIsOneRequest(t *testing.T) {
+	env := newEmuEnv(t, emulator.Options{}, "synctest", nil)
+	lb := env.seed(t)
+	ctx := context.Background()
+	env.emu.ResetRequests()
+	pool, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := env.armRequests()
+	if len(reqs) != 1 || reqs[0].Method != http.MethodPut {
+		t.Fatalf("a synchronous pool update made %d requests (%+v), want 1 PUT", len(reqs), reqs)
+	}
+	if deref(pool.Name) != "pool" || pool.Etag == nil || *pool.Etag == deref(lb.Etag) {
+		t.Fatalf("result not decoded from the PUT response: name %q etag %v", deref(pool.Name), pool.Etag)
+	}
+
+	slow := newEmuEnv(t, emulator.Options{OperationDuration: time.Millisecond}, "synctest-slow", nil)
+	slowLB := slow.seed(t)
+	slow.emu.ResetRequests()
+	if _, err := slow.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(slowLB.Etag)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(slow.armRequests()); n < 2 {
+		t.Fatalf("a write answered InProgress made %d requests; it must poll", n)
+	}
+}

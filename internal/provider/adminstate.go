@@ -2,8 +2,9 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"sort"
-	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -15,31 +16,51 @@ import (
 // PoolsWithAddresses returns every backend pool, on every managed load
 // balancer (public and internal, every IP family, cluster and
 // local-service pools), that holds at least one of the IP addresses. It
-// reads load balancers through the cache (a miss costs one GET per load
-// balancer), so callers that must see the latest pools call
-// InvalidateCache first. The result is sorted.
+// answers from the membership index (see membership) when it is fresh and
+// reads the load balancer otherwise; load balancers are looked at in
+// parallel. The result is sorted.
 func (p *Provider) PoolsWithAddresses(ctx context.Context, ips []string) ([]adminstate.PoolRef, error) {
 	want := make(map[string]bool, len(ips))
 	for _, ip := range ips {
 		want[backendpool.CanonicalIP(ip)] = true
 	}
-	var out []adminstate.PoolRef
-	for _, name := range p.managedLBNames() {
-		lb, err := p.getLB(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if lb == nil || lb.Properties == nil {
-			continue
-		}
-		for _, pool := range lb.Properties.BackendAddressPools {
-			if poolHasAny(pool, want) {
-				out = append(out, adminstate.PoolRef{LoadBalancer: name, Pool: deref(pool.Name)})
+	names := p.managedLBNames()
+	found := make([][]string, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			if pools, ok := p.members.poolsWith(name, want); ok {
+				found[i] = pools
+				return
 			}
+			lb, err := p.getLB(ctx, name)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if lb == nil || lb.Properties == nil {
+				return
+			}
+			for _, pool := range lb.Properties.BackendAddressPools {
+				if poolHasAny(pool, want) {
+					found[i] = append(found[i], deref(pool.Name))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []adminstate.PoolRef
+	for i, name := range names {
+		for _, pool := range found[i] {
+			out = append(out, adminstate.PoolRef{LoadBalancer: name, Pool: pool})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !strings.EqualFold(out[i].LoadBalancer, out[j].LoadBalancer) {
+		if out[i].LoadBalancer != out[j].LoadBalancer {
 			return out[i].LoadBalancer < out[j].LoadBalancer
 		}
 		return out[i].Pool < out[j].Pool
@@ -64,4 +85,4 @@ func (p *Provider) ResourceGroup() string { return p.lbResourceGroup() }
 
 // BackendPools is the ARM backend pool client, for controllers that write
 // pools under Lock().
-func (p *Provider) BackendPools() azure.BackendPoolClient { return p.clients.BackendPool }
+func (p *Provider) BackendPools() azure.BackendPoolClient { return p.pools }

@@ -183,6 +183,7 @@ func (c *committer) tryBatch(ctx context.Context, lbName string, batch []*pendin
 			return nil, fmt.Errorf("delete load balancer %s/%s: %w", rg, lbName, err)
 		}
 		p.cache.set(rg, lbName, nil)
+		p.members.setLB(lbName, nil)
 		logger(ctx).Info("Deleted load balancer without frontends", "loadBalancer", lbName)
 	case current == nil && frontendCount(lb) == 0:
 		written = nil
@@ -199,6 +200,7 @@ func (c *committer) tryBatch(ctx context.Context, lbName string, batch []*pendin
 		// What ARM returned for the write is the load balancer a GET would
 		// return now (same etag): it replaces the stale entry.
 		p.cache.set(rg, lbName, out)
+		p.members.setLB(lbName, out)
 		written = out
 	}
 	for i := range results {

@@ -144,7 +144,7 @@ func (p *Provider) writePool(ctx context.Context, caller, lbName, poolName strin
 	var err error
 	for attempt := 0; attempt <= maxConflictRetries; attempt++ {
 		var pool *armnetwork.BackendAddressPool
-		pool, err = p.clients.BackendPool.Get(ctx, rg, lbName, poolName)
+		pool, err = p.pools.Get(ctx, rg, lbName, poolName)
 		if err != nil {
 			if azure.Classify(err) == azure.ClassStale {
 				return nil
@@ -156,7 +156,7 @@ func (p *Provider) writePool(ctx context.Context, caller, lbName, poolName strin
 		}
 		etag := deref(pool.Etag)
 		p.cache.invalidate(rg, lbName)
-		_, err = p.clients.BackendPool.CreateOrUpdate(ctx, rg, lbName, poolName, *pool, etag)
+		_, err = p.pools.CreateOrUpdate(ctx, rg, lbName, poolName, *pool, etag)
 		if err == nil {
 			logger(ctx).V(2).Info("Updated backend pool", "loadBalancer", lbName, "pool", poolName, "addresses", len(pool.Properties.LoadBalancerBackendAddresses))
 			return nil

@@ -78,6 +78,8 @@ type Provider struct {
 	recorder  record.EventRecorder
 	clock     clock.Clock
 	cache     *lbCache
+	members   *membership
+	pools     azure.BackendPoolClient // tracks membership of what it writes
 	lock      *ReconcileLock
 	placer    *placement.Placer // nil in single load balancer mode
 	state     *placement.State
@@ -111,6 +113,7 @@ func New(opts Options) (*Provider, error) {
 		recorder: rec,
 		clock:    clk,
 		cache:    newLBCache(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
+		members:  newMembership(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
 		lock:     &ReconcileLock{clock: clk},
 		state:    placement.NewState(),
 
@@ -123,6 +126,7 @@ func New(opts Options) (*Provider, error) {
 		}
 		p.placer = placer
 	}
+	p.pools = trackingPools{BackendPoolClient: opts.Clients.BackendPool, m: p.members}
 	p.committer = newCommitter(p)
 	return p, nil
 }
@@ -197,11 +201,13 @@ func (p *Provider) getLB(ctx context.Context, name string) (*armnetwork.LoadBala
 	if err != nil {
 		if azure.Classify(err) == azure.ClassStale {
 			p.cache.set(rg, name, nil)
+			p.members.setLB(name, nil)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get load balancer %s/%s: %w", rg, name, err)
 	}
 	p.cache.set(rg, name, lb)
+	p.members.setLB(name, lb)
 	return lb, nil
 }
 
