@@ -108,6 +108,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 // asked for.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.namespaces = f.Core().V1().Namespaces().Lister()
+	c.nodes = f.Core().V1().Nodes().Lister()
 	for _, ext := range c.Extensions {
 		if err := ext(c.ctx, c, f, c.client, c.recorder); err != nil {
 			klog.Fatalf("Starting azlb controller: %v", err)

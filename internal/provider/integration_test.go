@@ -11,10 +11,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
@@ -458,5 +461,30 @@ func TestThrottledMidReconcile(t *testing.T) {
 	clk.Step(31 * time.Second)
 	if _, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
 		t.Fatalf("after Retry-After: %v", err)
+	}
+}
+
+// The service controller may pass a node list older than a taint the
+// admin-state controller already acted on; a pool rewrite must take the
+// taint from the node lister and keep the node Down.
+func TestPoolRewriteKeepsLatestAdminState(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	stale := testNode("n1", "10.240.0.4")
+	stale.UID = "uid-n1"
+	current := stale.DeepCopy()
+	current.Spec.Taints = []v1.Taint{{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute}}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := idx.Add(current); err != nil {
+		t.Fatal(err)
+	}
+	h.p.nodes = corelisters.NewNodeLister(idx)
+	svc := testService("web", "abababab-0000-0000-0000-000000000013", nil, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{stale}); err != nil {
+		t.Fatal(err)
+	}
+	pool := findPool(h.lb(t, "kubernetes"), "kubernetes")
+	if got := backendpool.AdminStateOf(pool.Properties.LoadBalancerBackendAddresses[0]); got != armnetwork.LoadBalancerBackendAddressAdminStateDown {
+		t.Fatalf("admin state %s, want Down from the lister's tainted node", got)
 	}
 }

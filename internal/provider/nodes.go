@@ -125,12 +125,32 @@ func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members
 			}
 		}
 		if err := p.writePool(ctx, caller, lbName, poolName, func(pool *armnetwork.BackendAddressPool) bool {
-			return backendpool.Sync(pool, want, p.vnetID()).Changed
+			// Under the lock, admin state comes from the nodes as the
+			// informer sees them now: the list the service controller
+			// passed may predate a taint the admin-state controller has
+			// already acted on, and must not put None back over its Down.
+			return backendpool.Sync(pool, backendpool.Members(p.freshNodes(members), fam), p.vnetID()).Changed
 		}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// freshNodes replaces each node by the node lister's copy when there is one.
+func (p *Provider) freshNodes(nodes []*v1.Node) []*v1.Node {
+	if p.nodes == nil {
+		return nodes
+	}
+	out := make([]*v1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if cur, err := p.nodes.Get(n.Name); err == nil && cur.UID == n.UID {
+			out = append(out, cur)
+		} else {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // writePool applies edit to a fresh copy of the pool under the

@@ -65,6 +65,9 @@ type Options struct {
 	// Namespaces lets Service placement read namespace labels (multiple-SLB
 	// serviceNamespaceSelector). nil: namespaces have no labels.
 	Namespaces corelisters.NamespaceLister
+	// Nodes gives pool writes the latest taints (admin state). nil: the
+	// nodes the service controller passes in are used as they are.
+	Nodes corelisters.NodeLister
 }
 
 // Provider implements cloudprovider.LoadBalancer for Azure Standard Load
@@ -86,7 +89,8 @@ type Provider struct {
 	committer *committer
 
 	namespaces corelisters.NamespaceLister
-	local      LocalServices // nil: no dedicated pools for Local Services
+	nodes      corelisters.NodeLister // nil: trust the nodes passed in
+	local      LocalServices          // nil: no dedicated pools for Local Services
 
 	nodeMu    sync.Mutex // serialises node placement
 	rebuildMu sync.Mutex
@@ -118,6 +122,7 @@ func New(opts Options) (*Provider, error) {
 		state:    placement.NewState(),
 
 		namespaces: opts.Namespaces,
+		nodes:      opts.Nodes,
 	}
 	if cfg.UseMultipleStandardLoadBalancers() {
 		placer, err := placement.New(cfg.MultipleStandardLoadBalancerConfigurations, cfg.DefaultLoadBalancerName())
