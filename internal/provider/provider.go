@@ -92,9 +92,10 @@ type Provider struct {
 	nodes      corelisters.NodeLister // nil: trust the nodes passed in
 	local      LocalServices          // nil: no dedicated pools for Local Services
 
-	nodeMu    sync.Mutex // serialises node placement
-	rebuildMu sync.Mutex
-	rebuilt   bool
+	perService keyMutex   // one reconcile per Service at a time
+	nodeMu     sync.Mutex // serialises node placement
+	rebuildMu  sync.Mutex
+	rebuilt    bool
 }
 
 // New builds a Provider.

@@ -91,8 +91,10 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 	}()
 	t.Cleanup(func() {
 		c.stop()
-		if b, err := os.ReadFile(logPath); err == nil && strings.Contains(string(b), "WARNING: DATA RACE") {
-			t.Errorf("controller %s hit a data race; see %s", name, logPath)
+		if b, err := os.ReadFile(logPath); err == nil {
+			for _, race := range ourRaces(string(b)) {
+				t.Errorf("controller %s hit a data race in azlb code:\n%s", name, race)
+			}
 		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
@@ -284,5 +286,34 @@ func deleteService(t *testing.T, ns, name string) {
 	err := suite.cs.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
+	}
+}
+
+// ourRaces returns the race detector reports in a log whose stacks touch
+// azlb's own code. Reports entirely inside dependencies are logged by the
+// race detector too; k8s.io/cloud-provider v0.37.1's service controller has
+// one (serviceCache.allServices reads a cached Service while a sync writes
+// it) that azlb cannot fix and that must not fail azlb's suite.
+func ourRaces(log string) []string {
+	var out []string
+	const start, end = "WARNING: DATA RACE", "=================="
+	for {
+		i := strings.Index(log, start)
+		if i < 0 {
+			return out
+		}
+		log = log[i:]
+		j := strings.Index(log, end)
+		if j < 0 {
+			j = len(log)
+		}
+		report := log[:j]
+		if strings.Contains(report, "github.com/azlb/azlb/") {
+			out = append(out, report)
+		}
+		log = log[j:]
+		if len(log) > 0 {
+			log = log[1:]
+		}
 	}
 }
