@@ -155,6 +155,22 @@ func readBody(c *reqCtx) ([]byte, *armError) {
 }
 
 // methodNotAllowed answers a method the route does not support.
+// readObject reads and decodes a request body that must be a JSON object,
+// answering the ARM error itself when it is not.
+func readObject(c *reqCtx) (obj, bool) {
+	raw, ae := readBody(c)
+	if ae != nil {
+		writeARMError(c.w, ae)
+		return nil, false
+	}
+	in, err := decodeObject(raw)
+	if err != nil {
+		writeARMError(c.w, errInvalidJSON(err))
+		return nil, false
+	}
+	return in, true
+}
+
 func methodNotAllowed(c *reqCtx) {
 	writeARMError(c.w, gatewayError(http.StatusMethodNotAllowed, "HttpMethodNotAllowed",
 		"The requested resource does not support http method '%s'.", c.r.Method))

@@ -219,14 +219,8 @@ func (e *Emulator) responsePhase(c *reqCtx, op *operation, create bool, k *kindS
 }
 
 func (e *Emulator) putResource(c *reqCtx, k *kindSpec) {
-	raw, ae := readBody(c)
-	if ae != nil {
-		writeARMError(c.w, ae)
-		return
-	}
-	in, err := decodeObject(raw)
-	if err != nil {
-		writeARMError(c.w, errInvalidJSON(err))
+	in, ok := readObject(c)
+	if !ok {
 		return
 	}
 	wc, ok := e.beginWrite(c)
@@ -293,14 +287,8 @@ func (e *Emulator) putResource(c *reqCtx, k *kindSpec) {
 
 // patchResource updates tags (the UpdateTags operation).
 func (e *Emulator) patchResource(c *reqCtx, k *kindSpec) {
-	raw, ae := readBody(c)
-	if ae != nil {
-		writeARMError(c.w, ae)
-		return
-	}
-	in, err := decodeObject(raw)
-	if err != nil {
-		writeARMError(c.w, errInvalidJSON(err))
+	in, ok := readObject(c)
+	if !ok {
 		return
 	}
 	tags, err := getTags(in)
@@ -441,14 +429,8 @@ func (e *Emulator) listChildren(c *reqCtx, k *kindSpec, cs *collSpec) {
 }
 
 func (e *Emulator) putChild(c *reqCtx, k *kindSpec, cs *collSpec) {
-	raw, ae := readBody(c)
-	if ae != nil {
-		writeARMError(c.w, ae)
-		return
-	}
-	in, err := decodeObject(raw)
-	if err != nil {
-		writeARMError(c.w, errInvalidJSON(err))
+	in, ok := readObject(c)
+	if !ok {
 		return
 	}
 	if n, ok, err := getStr(in, "name", ""); err != nil {

@@ -113,14 +113,8 @@ func (e *Emulator) putGroup(c *reqCtx) {
 			"The provided resource group name '%s' has these invalid characters or length. Resource group names may contain alphanumerics, underscores, parentheses, hyphens and periods, be 1-90 characters long, and not end in a period.", c.rt.rg))
 		return
 	}
-	raw, ae := readBody(c)
-	if ae != nil {
-		writeARMError(c.w, ae)
-		return
-	}
-	in, err := decodeObject(raw)
-	if err != nil {
-		writeARMError(c.w, errInvalidJSON(err))
+	in, ok := readObject(c)
+	if !ok {
 		return
 	}
 	loc, hasLoc, ferr := getStr(in, "location", "")
