@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -24,15 +20,16 @@ import (
 	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/provider"
 )
 
 const (
-	emuSub      = "11111111-2222-3333-4444-555555555555"
-	emuRG       = "rg-adminstate"
-	emuLocation = "eastus"
-	emuVNet     = "vnet"
+	emuSub      = devenv.SubscriptionID
+	emuRG       = devenv.ResourceGroup
+	emuLocation = devenv.Location
+	emuVNet     = devenv.VnetName
 	poolV4      = "kubernetes"
 	poolV6      = "kubernetes-IPv6"
 )
@@ -49,99 +46,37 @@ type emuEnv struct {
 	lbs     []string
 }
 
-// newEmuEnv starts the emulator and a provider managing the named load
-// balancers (each also has an internal twin, which does not exist).
+// newEmuEnv starts a seeded emulator (internal/devenv: resource group,
+// virtual network) and a provider managing the named load balancers (each
+// also has an internal twin, which does not exist).
 func newEmuEnv(t testing.TB, eo emulator.Options, lbs ...string) *emuEnv {
 	t.Helper()
-	srv, err := emulator.Start(eo, "", false)
+	env, err := devenv.Start(context.Background(), t.TempDir(), eo, func(c *config.Config) {
+		for _, lb := range lbs {
+			c.MultipleStandardLoadBalancerConfigurations = append(c.MultipleStandardLoadBalancerConfigurations,
+				config.MultipleStandardLoadBalancerConfiguration{Name: lb})
+		}
+	})
 	if err != nil {
-		t.Fatalf("emulator: %v", err)
+		t.Fatalf("devenv: %v", err)
 	}
-	t.Cleanup(func() { _ = srv.Close() })
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, srv.CACertPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &config.Config{
-		SubscriptionID: emuSub,
-		ResourceGroup:  emuRG,
-		Location:       emuLocation,
-		VnetName:       emuVNet,
-		ClusterName:    "kubernetes",
-		AuthConfig: config.AuthConfig{
-			Cloud:                        "AzureStackCloud",
-			TenantID:                     emulator.DefaultTenantID,
-			AADClientID:                  emulator.DefaultClientID,
-			AADClientSecret:              emulator.DefaultClientSecret,
-			ResourceManagerEndpoint:      srv.URL(),
-			ActiveDirectoryAuthorityHost: srv.URL() + "/",
-			CACertFile:                   ca,
-		},
-	}
-	for _, lb := range lbs {
-		cfg.MultipleStandardLoadBalancerConfigurations = append(cfg.MultipleStandardLoadBalancerConfigurations,
-			config.MultipleStandardLoadBalancerConfiguration{Name: lb})
-	}
-	cfg.SetDefaults()
-	clients, err := azure.NewClients(context.Background(), cfg, azure.ClientOptions{
+	t.Cleanup(func() { _ = env.Close() })
+	clients, err := env.Clients(context.Background(), azure.ClientOptions{
 		PollFrequency: 5 * time.Millisecond, RetryDelay: time.Millisecond, Source: "adminstate-test",
 	})
 	if err != nil {
 		t.Fatalf("NewClients: %v", err)
 	}
 	t.Cleanup(clients.Close)
-	prov, err := provider.New(provider.Options{Config: cfg, Clients: clients})
+	prov, err := provider.New(provider.Options{Config: env.Config, Clients: clients})
 	if err != nil {
 		t.Fatalf("provider: %v", err)
 	}
-	env := &emuEnv{t: t, srv: srv, emu: srv.Emulator(), cfg: cfg, clients: clients, prov: prov, lbs: lbs}
-	env.seedNetwork()
-	return env
+	return &emuEnv{t: t, srv: env.Server, emu: env.Emulator(), cfg: env.Config, clients: clients, prov: prov, lbs: lbs}
 }
 
 func (env *emuEnv) vnetID() string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", emuSub, emuRG, emuVNet)
-}
-
-// seedNetwork creates the resource group and the virtual network.
-func (env *emuEnv) seedNetwork() {
-	t := env.t
-	ctx := context.Background()
-	cl, err := arm.NewClient("azlbtest", "v0.0.1", env.clients.Credential(), env.clients.ARMClientOptions("resourceGroup"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := azruntime.NewRequest(ctx, http.MethodPut, env.srv.URL()+"/subscriptions/"+emuSub+"/resourcegroups/"+emuRG+"?api-version=2021-04-01")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := azruntime.MarshalAsJSON(req, map[string]string{"location": emuLocation}); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := cl.Pipeline().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if !azruntime.HasStatusCode(resp, http.StatusOK, http.StatusCreated) {
-		t.Fatalf("create resource group: %d", resp.StatusCode)
-	}
-	vnets, err := armnetwork.NewVirtualNetworksClient(emuSub, env.clients.Credential(), env.clients.ARMClientOptions("virtualNetwork"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := vnets.BeginCreateOrUpdate(ctx, emuRG, emuVNet, armnetwork.VirtualNetwork{
-		Location: to.Ptr(emuLocation),
-		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.0.0.0/8"), to.Ptr("fd00::/48")}},
-		},
-	}, nil)
-	if err != nil {
-		t.Fatalf("vnet: %v", err)
-	}
-	if _, err := p.PollUntilDone(ctx, &azruntime.PollUntilDoneOptions{Frequency: 5 * time.Millisecond}); err != nil {
-		t.Fatalf("vnet: %v", err)
-	}
 }
 
 // emuNode is a cluster node: name, UID and its IPv4/IPv6 InternalIPs.
