@@ -79,8 +79,10 @@ type Member struct {
 
 // Members lists, sorted by name, the entries nodes give a pool of the
 // family. Nodes without an InternalIP of the family are skipped; callers
-// filter eligibility first.
-func Members(nodes []*v1.Node, family v1.IPFamily) []Member {
+// filter eligibility first. With adminState (enableLoadBalancerAdminState),
+// each entry carries the state the node's taints call for; without it every
+// entry is None, so turning the feature off also restores tainted nodes.
+func Members(nodes []*v1.Node, family v1.IPFamily, adminState bool) []Member {
 	out := make([]Member, 0, len(nodes))
 	for _, n := range nodes {
 		if n == nil {
@@ -90,7 +92,11 @@ func Members(nodes []*v1.Node, family v1.IPFamily) []Member {
 		if ip == "" {
 			continue
 		}
-		out = append(out, Member{Name: n.Name, IP: ip, AdminState: adminstate.DesiredState(n)})
+		state := armnetwork.LoadBalancerBackendAddressAdminStateNone
+		if adminState {
+			state = adminstate.DesiredState(n)
+		}
+		out = append(out, Member{Name: n.Name, IP: ip, AdminState: state})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -72,7 +72,7 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := describe(Members(eligible(!tc.includeCP), tc.family)); !reflect.DeepEqual(got, tc.want) {
+			if got := describe(Members(eligible(!tc.includeCP), tc.family, true)); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("members = %v, want %v", got, tc.want)
 			}
 		})
@@ -149,5 +149,17 @@ func TestSync(t *testing.T) {
 	p := &armnetwork.BackendAddressPool{}
 	if d := Sync(p, nil, vnet); d.Changed || p.Properties == nil {
 		t.Fatalf("empty desired on a property-less pool: %+v", d)
+	}
+}
+
+func TestMembersWithoutAdminState(t *testing.T) {
+	n := node("tainted", []string{"10.0.0.1"}, func(n *v1.Node) {
+		n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintOutOfService, Effect: v1.TaintEffectNoExecute}}
+	})
+	if got := Members([]*v1.Node{n}, v1.IPv4Protocol, false); len(got) != 1 || got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateNone {
+		t.Fatalf("with admin state disabled: %+v, want one None entry", got)
+	}
+	if got := Members([]*v1.Node{n}, v1.IPv4Protocol, true); got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateDown {
+		t.Fatalf("with admin state enabled: %+v, want Down", got)
 	}
 }

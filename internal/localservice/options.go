@@ -64,6 +64,10 @@ type Options struct {
 	// IncludeControlPlaneNodes keeps control-plane nodes in the pools
 	// (excludeMasterFromStandardLB: false). Default: they are left out.
 	IncludeControlPlaneNodes bool
+	// DisableAdminState writes every entry with AdminState None
+	// (enableLoadBalancerAdminState: false); by default entries carry the
+	// state the node's taints call for, as every other pool writer does.
+	DisableAdminState bool
 	// SubscriptionID and Source label the operation metric. Source defaults
 	// to azure.DefaultSource.
 	SubscriptionID string
@@ -82,6 +86,7 @@ func FromConfig(cfg *config.Config, o Options) Options {
 	o.MaxRetries = &retries
 	o.VirtualNetworkID = VirtualNetworkID(cfg)
 	o.IncludeControlPlaneNodes = cfg.ExcludeMasterFromStandardLB != nil && !*cfg.ExcludeMasterFromStandardLB
+	o.DisableAdminState = !cfg.AdminStateEnabled()
 	o.SubscriptionID = cfg.SubscriptionID
 	return o
 }

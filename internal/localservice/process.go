@@ -192,7 +192,7 @@ func (u *Updater) applyGroup(ctx context.Context, g *opGroup) result {
 		res.err = &poolError{op: "get", lb: g.lb, pool: g.pool, err: err}
 		return res
 	}
-	want := members(u.desiredNodes(g), g.family, u.node, u.includeCP)
+	want := members(u.desiredNodes(g), g.family, u.node, u.includeCP, u.adminState)
 	res.diff = backendpool.Sync(pool, want, u.vnetID)
 	if !res.diff.Changed {
 		return res

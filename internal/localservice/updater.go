@@ -36,6 +36,7 @@ type Updater struct {
 	maxRetries int
 	vnetID     string
 	includeCP  bool
+	adminState bool
 	sub        string
 	source     string
 
@@ -91,6 +92,7 @@ func NewUpdater(opts Options) (*Updater, error) {
 		maxRetries: EffectiveMaxRetries(opts.MaxRetries),
 		vnetID:     opts.VirtualNetworkID,
 		includeCP:  opts.IncludeControlPlaneNodes,
+		adminState: !opts.DisableAdminState,
 		sub:        opts.SubscriptionID,
 		source:     src,
 		registry:   map[string]registration{},

@@ -488,3 +488,19 @@ func TestPoolRewriteKeepsLatestAdminState(t *testing.T) {
 		t.Fatalf("admin state %s, want Down from the lister's tainted node", got)
 	}
 }
+
+// With enableLoadBalancerAdminState=false no pool writer sets Down: a
+// tainted node's entry is None.
+func TestAdminStateDisabledWritesNone(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) { c.EnableLoadBalancerAdminState = to.Ptr(false) })
+	n := testNode("n1", "10.240.0.4")
+	n.Spec.Taints = []v1.Taint{{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute}}
+	svc := testService("web", "cdcdcdcd-0000-0000-0000-000000000014", nil, 80)
+	if _, err := h.p.EnsureLoadBalancer(context.Background(), "kubernetes", svc, []*v1.Node{n}); err != nil {
+		t.Fatal(err)
+	}
+	pool := findPool(h.lb(t, "kubernetes"), "kubernetes")
+	if got := backendpool.AdminStateOf(pool.Properties.LoadBalancerBackendAddresses[0]); got != armnetwork.LoadBalancerBackendAddressAdminStateNone {
+		t.Fatalf("admin state %s with the feature disabled, want None", got)
+	}
+}

@@ -113,7 +113,7 @@ func (p *Provider) reconcilePools(ctx context.Context, caller, lbName string, no
 func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members []*v1.Node, families []v1.IPFamily, poolName func(v1.IPFamily) string) error {
 	for _, fam := range families {
 		poolName := poolName(fam)
-		want := backendpool.Members(members, fam)
+		want := backendpool.Members(members, fam, p.cfg.AdminStateEnabled())
 		lb, err := p.getLB(ctx, lbName)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members
 			// informer sees them now: the list the service controller
 			// passed may predate a taint the admin-state controller has
 			// already acted on, and must not put None back over its Down.
-			return backendpool.Sync(pool, backendpool.Members(p.freshNodes(members), fam), p.vnetID()).Changed
+			return backendpool.Sync(pool, backendpool.Members(p.freshNodes(members), fam, p.cfg.AdminStateEnabled()), p.vnetID()).Changed
 		}); err != nil {
 			return err
 		}
