@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +57,10 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 	limiter   workqueue.TypedRateLimiter[string] // the queue's
 	spotQueue workqueue.TypedRateLimitingInterface[string]
+
+	// lastBatchStart and burst belong to the one admin-state worker.
+	lastBatchStart time.Time
+	burst          bool
 
 	mu sync.Mutex
 	// states is the out-of-service set, keyed by node UID: the state last
@@ -236,10 +241,35 @@ func nodeIPs(n *v1.Node) []string {
 // processNextWorkItem takes every pending node (blocking for the first),
 // applies them in one batch and requeues failures with backoff. It returns
 // false once the queue is shut down.
+// Mass events (a zone or a whole Spot pool leaving at once): when at least
+// burstThreshold nodes became pending while the previous batch was being
+// applied, the next batch starts no sooner than burstWindow after the
+// previous one did, and takes every node pending by then. A wave of taints
+// spread over a second then costs about two PUTs per pool instead of one per
+// batch; an isolated taint never waits.
+const (
+	burstThreshold = 10
+	burstWindow    = time.Second
+)
+
+// burstDelay is how long the next batch waits: zero outside a mass event.
+func (c *Controller) burstDelay() time.Duration {
+	if !c.burst {
+		return 0
+	}
+	return max(0, burstWindow-c.clock.Since(c.lastBatchStart))
+}
+
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {
 		return false
+	}
+	if wait := c.burstDelay(); wait > 0 {
+		select {
+		case <-c.clock.After(wait):
+		case <-ctx.Done():
+		}
 	}
 	keys := []string{key}
 	// Only this worker calls Get, so a positive Len means Get returns at once.
@@ -255,7 +285,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 			c.queue.Done(k)
 		}
 	}()
+	start := c.clock.Now()
 	c.syncNodes(ctx, keys)
+	c.lastBatchStart = start
+	c.burst = c.queue.Len() >= burstThreshold
 	return true
 }
 

@@ -1,8 +1,10 @@
 package adminstate
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,5 +347,57 @@ func TestControllerIgnoresIrrelevantUpdates(t *testing.T) {
 		if got := e.c.queue.Len() == 1; got != tc.enqueue {
 			t.Errorf("%s: enqueued %v, want %v", tc.name, got, tc.enqueue)
 		}
+	}
+}
+
+// A mass event: when many nodes became pending while a batch was applied,
+// the next batch waits for the burst window (so a wave of taints costs about
+// two PUTs per pool); a lone node never waits.
+func TestControllerMassEventWaitsForTheBurstWindow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, f.lock, clk, clusterNodes()...)
+	if !e.c.processNextWorkItem(e.ctx) { // the initial verification batch
+		t.Fatal("queue shut down")
+	}
+	if d := e.c.burstDelay(); d != 0 {
+		t.Fatalf("after a quiet batch the next waits %v, want 0", d)
+	}
+
+	// While n1's batch reads the pools, a wave of nodes becomes pending.
+	var wave sync.Once
+	f.getErr = func(string, string) error { // pool GETs run in parallel
+		wave.Do(func() {
+			for i := 0; i < burstThreshold; i++ {
+				e.c.queue.Add(fmt.Sprintf("wave-%02d", i))
+			}
+		})
+		return nil
+	}
+	e.setTaints("n1", taintOOS)
+	poll(t, waitFor, "n1 queued", func() bool { return e.c.queue.Len() == 1 })
+	if !e.c.processNextWorkItem(e.ctx) {
+		t.Fatal("queue shut down")
+	}
+	if d := e.c.burstDelay(); d != burstWindow {
+		t.Fatalf("after a batch during which %d nodes arrived the next waits %v, want %v", burstThreshold, d, burstWindow)
+	}
+	clk.Step(burstWindow / 4)
+	if d := e.c.burstDelay(); d != 3*burstWindow/4 {
+		t.Fatalf("a quarter window later the wait is %v, want %v", d, 3*burstWindow/4)
+	}
+	clk.Step(burstWindow)
+	if d := e.c.burstDelay(); d != 0 {
+		t.Fatalf("after the window the wait is %v, want 0", d)
+	}
+	f.getErr = nil
+	// The wave (unknown nodes: no Azure calls) is taken as one batch, after
+	// which nothing is pending and the burst is over.
+	if !e.c.processNextWorkItem(e.ctx) {
+		t.Fatal("queue shut down")
+	}
+	if e.c.queue.Len() != 0 || e.c.burstDelay() != 0 {
+		t.Fatalf("queue %d, wait %v after the wave; want 0 and 0", e.c.queue.Len(), e.c.burstDelay())
 	}
 }
