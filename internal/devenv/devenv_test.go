@@ -1,0 +1,51 @@
+package devenv
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/emulator"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Start seeds the emulator so that the configuration it returns reaches it
+// through the real SDK; Connect attaches to the same emulator by URL and CA
+// file, and seeding again is harmless.
+func TestStartSeedsAndConnectAttaches(t *testing.T) {
+	ctx := context.Background()
+	env, err := Start(ctx, t.TempDir(), emulator.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if env.Config.ResourceManagerEndpoint != env.URL || env.Config.CACertFile != env.CAFile {
+		t.Fatalf("config does not point at the emulator: %s", env.Config)
+	}
+	clients, err := env.Clients(ctx, azure.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clients.Close()
+	subnet, err := clients.Subnet.Get(ctx, ResourceGroup, VnetName, SubnetName)
+	if err != nil {
+		t.Fatalf("seeded subnet: %v", err)
+	}
+	if subnet.Name == nil || *subnet.Name != SubnetName {
+		t.Fatalf("subnet %+v", subnet)
+	}
+
+	again, err := Connect(ctx, env.URL, env.CAFile, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	if again.Server != nil || again.Close() != nil {
+		t.Fatal("a connected environment must not own the emulator")
+	}
+	if _, err := Connect(ctx, env.URL, "/does/not/exist.pem", nil); err == nil {
+		t.Fatal("Connect with a missing CA file succeeded")
+	}
+}
