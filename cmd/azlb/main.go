@@ -35,7 +35,7 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
 `
@@ -68,6 +68,8 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sandbox up", flag.ContinueOnError)
 	dir := fs.String("dir", ".sandbox", "directory for the sandbox's files and logs")
 	bin := fs.String("bin", "bin", "directory holding the built binaries")
+	rbac := fs.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest the controller runs with")
+	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, Out: out}); err != nil {
+	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Out: out}); err != nil {
 		sandbox.Down(abs)
 		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
 	}

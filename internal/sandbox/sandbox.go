@@ -7,6 +7,7 @@ package sandbox
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +35,12 @@ type Options struct {
 	// BinDir holds azlb-emulator, azlb-controller-manager, kube-apiserver
 	// and etcd.
 	BinDir string
+	// RBACFile is the manifest granting the controller its permissions
+	// (deploy/rbac.yaml).
+	RBACFile string
+	// SecurePort is the controller manager's /metrics and /healthz port on
+	// 127.0.0.1; 0 means 10258.
+	SecurePort int
 	// Out receives progress lines.
 	Out io.Writer
 }
@@ -112,13 +119,13 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	step("seeded resource group %s, virtual network %s; wrote %s", env.Config.ResourceGroup, env.Config.VnetName, azureJSON)
-	if err := devenv.ApplyFile(ctx, cs, filepath.Join(o.BinDir, "..", "deploy", "rbac.yaml")); err != nil {
+	if err := devenv.ApplyFile(ctx, cs, o.RBACFile); err != nil {
 		return err
 	}
 	kc := kube.ControllerKubeconfig
 	if err := startDetached(o.Dir, "azlb-controller-manager", filepath.Join(logs, "controller.log"), filepath.Join(o.BinDir, "azlb-controller-manager"),
 		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--leader-elect=false", "--secure-port", "10258", "--v=2"); err != nil {
+		"--leader-elect=false", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)), "--v=2"); err != nil {
 		return err
 	}
 	step("azlb-controller-manager started (as ServiceAccount kube-system/azlb-controller-manager)")
@@ -190,7 +197,11 @@ func startDetached(dir, name, logPath, bin string, args ...string) error {
 	if err := os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		return err
 	}
-	return cmd.Process.Release()
+	// Reap the process if it exits while this one still runs (a test
+	// calling Up in-process); otherwise it stays a zombie and Down would
+	// wait for it in vain. The CLI exits right after Up, and init reaps.
+	go func() { _ = cmd.Wait() }()
+	return nil
 }
 
 // waitForLine waits until the file has a line containing marker and

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/sandbox"
+	"github.com/azlb/azlb/internal/status"
+)
+
+// The README's first command: everything starts, the demo Services get
+// their IPs, azlb status shows both load balancers and the Local Service's
+// dedicated pool, a taint shows as Down, and Down stops every process.
+func TestSandboxUpStatusDown(t *testing.T) {
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "azlb-emulator"), "./cmd/azlb-emulator")
+	build.Dir = suite.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build emulator: %v\n%s", err, out)
+	}
+	for name, from := range map[string]string{
+		"azlb-controller-manager": suite.ccmBinary,
+		"kube-apiserver":          filepath.Join(suite.root, "bin", "kube-apiserver"),
+		"etcd":                    filepath.Join(suite.root, "bin", "etcd"),
+	} {
+		if err := os.Symlink(from, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), ".sandbox")
+	var out bytes.Buffer
+	opts := sandbox.Options{Dir: dir, BinDir: bin, RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Out: &out}
+	defer sandbox.Down(dir)
+	if err := sandbox.Up(ctx, opts); err != nil {
+		t.Fatalf("sandbox up: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "sandbox ready") {
+		t.Fatalf("no readiness line:\n%s", out.String())
+	}
+	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("a second sandbox up in the same directory: %v", err)
+	}
+
+	cfg, err := config.LoadFile(filepath.Join(dir, sandbox.AzureJSONFile))
+	if err != nil {
+		t.Fatalf("the sandbox's azure.json: %v", err)
+	}
+	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "e2e-sandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clients.Close()
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, sandbox.KubeconfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	render := func() string {
+		snap, err := status.Collect(ctx, clients, cfg.ResourceGroup, cfg.ResourceGroup, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := status.Render(&b, snap); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	first := render()
+	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "POOL demo-api"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("status lacks %q:\n%s", want, first)
+		}
+	}
+
+	setTaintsWith(t, cs, "aks-pool1-1", "node.kubernetes.io/out-of-service")
+	eventually(t, 30*time.Second, "aks-pool1-1 Down in azlb status", func(context.Context) (bool, error) {
+		for _, line := range strings.Split(render(), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && f[0] == "aks-pool1-1" && f[2] != "Down" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+
+	sandbox.Down(dir)
+	for _, pidFile := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", filepath.Join("kube", "kube-apiserver.pid"), filepath.Join("kube", "etcd.pid")} {
+		if _, err := os.Stat(filepath.Join(dir, pidFile)); err == nil {
+			t.Errorf("%s left behind after Down", pidFile)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "logs", "controller.log")); err == nil {
+		for _, race := range ourRaces(string(b)) {
+			t.Errorf("the sandbox controller hit a data race in azlb code:\n%s", race)
+		}
+	}
+}
+
+// setTaintsWith puts one NoExecute taint on a node of another cluster.
+func setTaintsWith(t *testing.T, cs kubernetes.Interface, node, key string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Effect: v1.TaintEffectNoExecute})
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
