@@ -11,13 +11,13 @@ TEST_FLAGS ?= -race -count=1 -timeout 20m
 .PHONY: help build tools test test-unit test-e2e bench lint fmt vet fuzz sandbox sandbox-down clean
 
 help: ## show this help
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-tools: ## build kube-apiserver v1.37.1 and etcd into bin/ (cached; first build takes minutes)
+tools: ## build kube-apiserver and kubectl v1.37.1 and etcd into bin/ (cached; first build takes minutes)
 	./hack/build-tools.sh
 
 test: lint test-unit test-e2e ## run every test (race detector on), e2e included
@@ -32,7 +32,7 @@ test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + e
 bench: ## benchmarks (emulator throughput, client overhead, controller figures)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(UNIT_PKGS)
 
-fuzz: ## run each fuzz target briefly (FUZZTIME=30s)
+fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s each)
 	@./hack/fuzz.sh $(or $(FUZZTIME),10s)
 
 lint: fmt vet ## gofmt + go vet

@@ -4,8 +4,11 @@
 set -euo pipefail
 t=${1:-10s}
 cd "$(dirname "$0")/.."
-go list -f '{{.Dir}}' ./... | while read -r dir; do
-  grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$dir"/*_test.go 2>/dev/null | awk '{print $2}' | while read -r f; do
+shopt -s nullglob
+for dir in $(go list -f '{{.Dir}}' ./...); do
+  files=("$dir"/*_test.go)
+  [ "${#files[@]}" -gt 0 ] || continue
+  for f in $(grep -hoE '^func Fuzz[A-Za-z0-9_]+' "${files[@]}" | awk '{print $2}' || true); do
     echo "== $dir $f ($t)"
     (cd "$dir" && go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" .)
   done
