@@ -101,11 +101,20 @@ func (n emuNode) node(taints ...v1.Taint) *v1.Node {
 // seedLBs creates each managed load balancer with an IPv4 and an IPv6 pool
 // holding every node, each entry with the given admin state ("" unset).
 func (env *emuEnv) seedLBs(nodes []emuNode, state func(emuNode) adminstate.State) {
+	env.seedPlaced(nodes, state, false)
+}
+
+// seedPlaced is seedLBs; with spread, node i is only in the pools of load
+// balancer i mod len(lbs), as multiple-SLB node placement puts it.
+func (env *emuEnv) seedPlaced(nodes []emuNode, state func(emuNode) adminstate.State, spread bool) {
 	t := env.t
 	vnet := &armnetwork.SubResource{ID: to.Ptr(env.vnetID())}
-	for _, lbName := range env.lbs {
+	for li, lbName := range env.lbs {
 		var a4, a6 []*armnetwork.LoadBalancerBackendAddress
-		for _, n := range nodes {
+		for ni, n := range nodes {
+			if spread && ni%len(env.lbs) != li {
+				continue
+			}
 			var st *adminstate.State
 			if s := state(n); s != "" {
 				st = to.Ptr(s)
