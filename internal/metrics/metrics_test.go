@@ -28,6 +28,7 @@ func counterValue(t *testing.T, v float64, err error) float64 {
 }
 
 func TestMetricContextObserve(t *testing.T) {
+	resetMetrics()
 	tests := []struct {
 		name        string
 		succeeded   bool
@@ -64,6 +65,7 @@ func TestMetricContextObserve(t *testing.T) {
 }
 
 func TestMetricContextRequestLabel(t *testing.T) {
+	resetMetrics()
 	tests := []struct {
 		prefix, request, want string
 	}{
@@ -80,6 +82,7 @@ func TestMetricContextRequestLabel(t *testing.T) {
 }
 
 func TestMetricContextCounters(t *testing.T) {
+	resetMetrics()
 	mc := NewMetricContext("lb", "counters", "rg", "sub", "test-counters")
 	mc.RateLimitedCount()
 	mc.RateLimitedCount()
@@ -107,6 +110,7 @@ func TestMetricContextCounters(t *testing.T) {
 }
 
 func TestAPIRequestHelpers(t *testing.T) {
+	resetMetrics()
 	r := APIRequest{Request: "loadbalancer_get", ResourceGroup: "MyRG", SubscriptionID: "sub", Source: "test-api-helpers"}
 	ObserveAPIRequest(r, 250*time.Millisecond)
 	ObserveAPIRequest(r, 750*time.Millisecond)
@@ -156,6 +160,7 @@ func (l *steppingLocker) Lock() {
 func (l *steppingLocker) Unlock() { l.mu.Unlock() }
 
 func TestLockWithWaitMetric(t *testing.T) {
+	resetMetrics()
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	l := &steppingLocker{clk: clk, wait: 250 * time.Millisecond}
 	LockWithWaitMetricClock(clk, l, "service_reconcile", "TestLockWithWaitMetric")
@@ -179,6 +184,7 @@ func TestLockWithWaitMetric(t *testing.T) {
 }
 
 func TestLockWithWaitMetricRealMutex(t *testing.T) {
+	resetMetrics()
 	var mu sync.Mutex
 	LockWithWaitMetric(&mu, "real", "TestLockWithWaitMetricRealMutex")
 	if mu.TryLock() {
@@ -189,6 +195,7 @@ func TestLockWithWaitMetricRealMutex(t *testing.T) {
 }
 
 func TestLockWaitBuckets(t *testing.T) {
+	resetMetrics()
 	var mu sync.Mutex
 	LockWithWaitMetric(&mu, "buckets", "TestLockWaitBuckets")
 	mu.Unlock()
@@ -216,6 +223,7 @@ func TestLockWaitBuckets(t *testing.T) {
 // TestSeriesNamesOnLegacyRegistry checks the exported series names and label
 // sets as the /metrics endpoint would serve them.
 func TestSeriesNamesOnLegacyRegistry(t *testing.T) {
+	resetMetrics()
 	r := APIRequest{Request: "names", ResourceGroup: "rg", SubscriptionID: "sub", Source: "test-names"}
 	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
 	NewMetricContextWithClock(clk, "", "names", "rg", "sub", "test-names").ObserveOperationWithResult(false)
@@ -244,6 +252,7 @@ cloudprovider_azure_api_request_errors{code="Conflict",request="names",resource_
 }
 
 func TestObserveLogsWithContextLogger(t *testing.T) {
+	resetMetrics()
 	var buf bytes.Buffer
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
