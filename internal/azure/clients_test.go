@@ -120,7 +120,8 @@ func newFakeClients(t *testing.T, f *fakeARM, cfg *config.Config, source string)
 
 func TestLoadBalancerClientAgainstFakeARM(t *testing.T) {
 	f := newFakeARM(t)
-	c := newFakeClients(t, f, fakeConfig(f.srv.URL), "test-fake-arm")
+	src := uniqueSource("test-fake-arm")
+	c := newFakeClients(t, f, fakeConfig(f.srv.URL), src)
 	ctx := context.Background()
 
 	got, err := c.LoadBalancer.Get(ctx, "rg", "lb1")
@@ -194,7 +195,7 @@ func TestLoadBalancerClientAgainstFakeARM(t *testing.T) {
 	for _, r := range []string{"loadbalancer_get", "loadbalancer_list", "loadbalancer_create_or_update",
 		"loadbalancer_create_or_update_poll", "loadbalancer_delete", "loadbalancer_delete_poll"} {
 		vec, err := testutil.GetHistogramVecFromGatherer(legacyregistry.DefaultGatherer, metrics.APIRequestDurationName,
-			map[string]string{"source": "test-fake-arm", "request": r})
+			map[string]string{"source": src, "request": r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +209,7 @@ func TestLoadBalancerClientAgainstFakeARM(t *testing.T) {
 		}
 	}
 	codes, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, metrics.APIRequestErrorsName,
-		map[string]string{"source": "test-fake-arm"}, "code")
+		map[string]string{"source": src}, "code")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,8 @@ func TestClientRateLimitRejectsWithoutSending(t *testing.T) {
 	cfg.RateLimitConfig = config.RateLimitConfig{CloudProviderRateLimit: true, CloudProviderRateLimitQPS: 1, CloudProviderRateLimitBucket: 2,
 		CloudProviderRateLimitQPSWrite: 1, CloudProviderRateLimitBucketWrite: 1}
 	cfg.PublicIPAddressRateLimit = &config.RateLimitConfig{CloudProviderRateLimit: false}
-	c := newFakeClients(t, f, cfg, "test-ratelimit-client")
+	src := uniqueSource("test-ratelimit-client")
+	c := newFakeClients(t, f, cfg, src)
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := c.LoadBalancer.Get(ctx, "rg", "lb1"); err != nil {
@@ -257,7 +259,7 @@ func TestClientRateLimitRejectsWithoutSending(t *testing.T) {
 		t.Errorf("rejected call reached ARM (%d -> %d requests)", sent, n)
 	}
 	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName,
-		map[string]string{"source": "test-ratelimit-client", "request": "loadbalancer_get"}, 2)
+		map[string]string{"source": src, "request": "loadbalancer_get"}, 2)
 }
 
 func TestNewClientsErrors(t *testing.T) {
@@ -322,7 +324,8 @@ func TestConcurrentCalls(t *testing.T) {
 	f := newFakeARM(t)
 	cfg := fakeConfig(f.srv.URL)
 	cfg.RateLimitConfig = config.RateLimitConfig{CloudProviderRateLimit: true, CloudProviderRateLimitQPS: 1000, CloudProviderRateLimitBucket: 50}
-	c := newFakeClients(t, f, cfg, "test-concurrent")
+	src := uniqueSource("test-concurrent")
+	c := newFakeClients(t, f, cfg, src)
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for g := 0; g < 8; g++ {
@@ -349,6 +352,6 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	// With a frozen clock each bucket admits exactly 50: 120 reads -> 70
 	// rejected; 40 writes (own bucket of 50) -> none rejected.
-	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName, map[string]string{"source": "test-concurrent", "request": "loadbalancer_get"}, 70)
-	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName, map[string]string{"source": "test-concurrent", "request": "loadbalancer_create_or_update"}, 0)
+	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName, map[string]string{"source": src, "request": "loadbalancer_get"}, 70)
+	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName, map[string]string{"source": src, "request": "loadbalancer_create_or_update"}, 0)
 }

@@ -293,7 +293,8 @@ func TestEmulator429(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newEmuEnv(t, emulator.Options{}, "test-emu-429-"+tc.name, nil)
+			src := uniqueSource("test-emu-429-" + tc.name)
+			env := newEmuEnv(t, emulator.Options{}, src, nil)
 			lb := env.seed(t)
 			ctx := context.Background()
 			now := env.clk.Now()
@@ -338,7 +339,7 @@ func TestEmulator429(t *testing.T) {
 			if n := len(env.armRequests()); n == 0 {
 				t.Fatal("write after the gate opened did not reach ARM")
 			}
-			testutil.AssertVectorCount(t, metrics.APIRequestThrottledName, map[string]string{"source": "test-emu-429-" + tc.name}, func() int {
+			testutil.AssertVectorCount(t, metrics.APIRequestThrottledName, map[string]string{"source": src}, func() int {
 				if at.After(now) {
 					return 2 // the 429 and the locally blocked write
 				}
@@ -462,7 +463,8 @@ func TestEmulator5xxRetriedBySDK(t *testing.T) {
 }
 
 func TestEmulatorRateLimiter(t *testing.T) {
-	env := newEmuEnv(t, emulator.Options{}, "test-emu-ratelimit", func(c *config.Config) {
+	src := uniqueSource("test-emu-ratelimit")
+	env := newEmuEnv(t, emulator.Options{}, src, func(c *config.Config) {
 		c.LoadBalancerRateLimit = &config.RateLimitConfig{CloudProviderRateLimit: true, CloudProviderRateLimitQPS: 1,
 			CloudProviderRateLimitBucket: 1, CloudProviderRateLimitQPSWrite: 1, CloudProviderRateLimitBucketWrite: 1}
 	})
@@ -493,7 +495,7 @@ func TestEmulatorRateLimiter(t *testing.T) {
 	if _, err := env.c.LoadBalancer.Get(ctx, emuRG, emuLB); err != nil {
 		t.Errorf("read after refill: %v", err)
 	}
-	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName, map[string]string{"source": "test-emu-ratelimit"}, 2)
+	testutil.AssertVectorCount(t, metrics.APIRequestRateLimitedName, map[string]string{"source": src}, 2)
 }
 
 // captureKlog sends klog output (at high verbosity) to a buffer for the

@@ -2,10 +2,12 @@ package azure
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,4 +124,13 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+var sourceSeq atomic.Int64
+
+// uniqueSource returns a metrics source label no other test run used, so
+// metric assertions hold whatever ran before (the registry is global;
+// go test -count=N reruns tests in one process).
+func uniqueSource(name string) string {
+	return fmt.Sprintf("%s-%d", name, sourceSeq.Add(1))
 }
