@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 // Queue names (workqueue metrics).
@@ -231,7 +232,7 @@ func nodeIPs(n *v1.Node) []string {
 	var out []string
 	for _, a := range n.Status.Addresses {
 		if a.Type == v1.NodeInternalIP && a.Address != "" {
-			out = append(out, canonicalIP(a.Address))
+			out = append(out, backendpool.CanonicalIP(a.Address))
 		}
 	}
 	slices.Sort(out)

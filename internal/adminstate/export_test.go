@@ -1,5 +1,7 @@
 package adminstate
 
+import "github.com/azlb/azlb/internal/backendpool"
+
 // Test helpers shared with the external test package (integration tests
 // and benchmarks, which import the provider and so cannot be in package
 // adminstate).
@@ -10,8 +12,8 @@ type EventLog = eventLog
 var (
 	NewTestNode = node
 	Poll        = poll
-	CanonicalIP = canonicalIP
-	StateOf     = stateOf
+	CanonicalIP = backendpool.CanonicalIP
+	StateOf     = backendpool.AdminStateOf
 )
 
 // Metric readers for the external tests.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/metrics"
 )
 
@@ -100,8 +101,8 @@ func (f *fakeARM) state(lb, pool, ip string) State {
 		return ""
 	}
 	for _, a := range l.pools[pool].Properties.LoadBalancerBackendAddresses {
-		if canonicalIP(*a.Properties.IPAddress) == canonicalIP(ip) {
-			return stateOf(a)
+		if backendpool.CanonicalIP(*a.Properties.IPAddress) == backendpool.CanonicalIP(ip) {
+			return backendpool.AdminStateOf(a)
 		}
 	}
 	return ""
@@ -128,13 +129,13 @@ func (f *fakeARM) PoolsWithAddresses(_ context.Context, ips []string) ([]PoolRef
 	}
 	want := map[string]bool{}
 	for _, ip := range ips {
-		want[canonicalIP(ip)] = true
+		want[backendpool.CanonicalIP(ip)] = true
 	}
 	var out []PoolRef
 	for lbName, l := range f.lbs {
 		for name, p := range l.pools {
 			for _, a := range p.Properties.LoadBalancerBackendAddresses {
-				if want[canonicalIP(*a.Properties.IPAddress)] {
+				if want[backendpool.CanonicalIP(*a.Properties.IPAddress)] {
 					out = append(out, PoolRef{LoadBalancer: lbName, Pool: name})
 					break
 				}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/metrics"
 )
 
@@ -137,7 +138,7 @@ func (m *Manager) Apply(ctx context.Context, desired map[string]State) error {
 			return fmt.Errorf("adminstate: address %s: admin state %q is not one of %v", ip, s,
 				armnetwork.PossibleLoadBalancerBackendAddressAdminStateValues())
 		}
-		want[canonicalIP(ip)] = v
+		want[backendpool.CanonicalIP(ip)] = v
 	}
 	if len(want) == 0 {
 		return nil
@@ -181,7 +182,7 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 		}
 		active[i] = true
 		for _, ip := range t.IPs {
-			ip = canonicalIP(ip)
+			ip = backendpool.CanonicalIP(ip)
 			if j, ok := claim[ip]; ok && j != i && !sameState(norm[j], s) {
 				err := fmt.Errorf("adminstate: address %s is claimed by nodes %s (%s) and %s (%s)", ip, targets[j].Node, norm[j], t.Node, s)
 				results[i].Err, results[j].Err = err, errors.Join(results[j].Err, err)
@@ -194,8 +195,8 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 		if results[i].Err != nil {
 			active[i] = false
 			for _, ip := range targets[i].IPs {
-				if claim[canonicalIP(ip)] == i {
-					delete(want, canonicalIP(ip))
+				if claim[backendpool.CanonicalIP(ip)] == i {
+					delete(want, backendpool.CanonicalIP(ip))
 				}
 			}
 		}
@@ -217,7 +218,7 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 		}
 		mine := map[string]bool{}
 		for _, ip := range t.IPs {
-			mine[canonicalIP(ip)] = true
+			mine[backendpool.CanonicalIP(ip)] = true
 		}
 		var errs []error
 		for _, o := range outcomes {
@@ -243,7 +244,7 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 func ipsKey(ips []string) string {
 	c := make([]string, 0, len(ips))
 	for _, ip := range ips {
-		c = append(c, canonicalIP(ip))
+		c = append(c, backendpool.CanonicalIP(ip))
 	}
 	sort.Strings(c)
 	return strings.Join(slices.Compact(c), ",")

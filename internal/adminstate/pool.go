@@ -1,33 +1,14 @@
 package adminstate
 
 import (
-	"net/netip"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 // State is the admin state of a backend address entry.
 type State = armnetwork.LoadBalancerBackendAddressAdminState
-
-// canonicalIP normalises an address for comparison ("fd00::0001" and
-// "fd00::1" are the same entry). A string that is not an IP is compared
-// lower-cased.
-func canonicalIP(s string) string {
-	ip, err := netip.ParseAddr(strings.TrimSpace(s))
-	if err != nil {
-		return strings.ToLower(strings.TrimSpace(s))
-	}
-	return ip.Unmap().String()
-}
-
-// stateOf reads an entry's admin state; unset or empty is None.
-func stateOf(a *armnetwork.LoadBalancerBackendAddress) State {
-	if a == nil || a.Properties == nil || a.Properties.AdminState == nil || *a.Properties.AdminState == "" {
-		return armnetwork.LoadBalancerBackendAddressAdminStateNone
-	}
-	return *a.Properties.AdminState
-}
 
 // sameState compares admin states case-insensitively (ARM canonicalises
 // "down" to "Down").
@@ -45,13 +26,13 @@ func setAdminState(pool *armnetwork.BackendAddressPool, desired map[string]State
 		if a == nil || a.Properties == nil || a.Properties.IPAddress == nil {
 			continue
 		}
-		ip := canonicalIP(*a.Properties.IPAddress)
+		ip := backendpool.CanonicalIP(*a.Properties.IPAddress)
 		want, ok := desired[ip]
 		if !ok {
 			continue
 		}
 		found = append(found, ip)
-		if sameState(stateOf(a), want) {
+		if sameState(backendpool.AdminStateOf(a), want) {
 			continue
 		}
 		w := want

@@ -6,6 +6,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 func TestSetAdminState(t *testing.T) {
@@ -49,7 +50,7 @@ func TestSetAdminState(t *testing.T) {
 				t.Fatalf("changed=%v found=%v, want %v %v", changed, found, tc.wantChanged, tc.wantFound)
 			}
 			for i, e := range pool.Properties.LoadBalancerBackendAddresses {
-				if got := stateOf(e); got != tc.wantStates[i] {
+				if got := backendpool.AdminStateOf(e); got != tc.wantStates[i] {
 					t.Errorf("entry %d state %q, want %q", i, got, tc.wantStates[i])
 				}
 			}
@@ -88,17 +89,6 @@ func TestEtagChain(t *testing.T) {
 	_ = c.resolve("a")
 }
 
-func TestCanonicalIP(t *testing.T) {
-	for in, want := range map[string]string{
-		"10.0.0.4": "10.0.0.4", " 10.0.0.4 ": "10.0.0.4", "::ffff:10.0.0.4": "10.0.0.4",
-		"FD00:0::1": "fd00::1", "not-an-ip": "not-an-ip", "NAME": "name",
-	} {
-		if got := canonicalIP(in); got != want {
-			t.Errorf("canonicalIP(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // FuzzSetAdminState: arbitrary addresses and states never panic, only
 // entries whose address is desired change, and they end in the desired
 // state.
@@ -115,19 +105,19 @@ func FuzzSetAdminState(f *testing.F) {
 		other := &armnetwork.LoadBalancerBackendAddress{Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("192.0.2.1")}}
 		pool := &armnetwork.BackendAddressPool{Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
 			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{e, nil, other}}}
-		want := map[string]State{canonicalIP(wantIP): State(wantState)}
+		want := map[string]State{backendpool.CanonicalIP(wantIP): State(wantState)}
 		changed, found := setAdminState(pool, want)
 		if len(changed) > len(found) {
 			t.Fatalf("changed %v not within found %v", changed, found)
 		}
-		matches := canonicalIP(entryIP) == canonicalIP(wantIP)
-		if matches && !sameState(stateOf(e), State(wantState)) && !(wantState == "" && stateOf(e) == armnetwork.LoadBalancerBackendAddressAdminStateNone) {
-			t.Fatalf("entry state %q, want %q", stateOf(e), wantState)
+		matches := backendpool.CanonicalIP(entryIP) == backendpool.CanonicalIP(wantIP)
+		if matches && !sameState(backendpool.AdminStateOf(e), State(wantState)) && !(wantState == "" && backendpool.AdminStateOf(e) == armnetwork.LoadBalancerBackendAddressAdminStateNone) {
+			t.Fatalf("entry state %q, want %q", backendpool.AdminStateOf(e), wantState)
 		}
-		if !matches && len(changed) > 0 && canonicalIP(wantIP) != "192.0.2.1" {
+		if !matches && len(changed) > 0 && backendpool.CanonicalIP(wantIP) != "192.0.2.1" {
 			t.Fatalf("changed %v without a matching entry", changed)
 		}
-		if canonicalIP(wantIP) != "192.0.2.1" && other.Properties.AdminState != nil {
+		if backendpool.CanonicalIP(wantIP) != "192.0.2.1" && other.Properties.AdminState != nil {
 			t.Fatal("untouched entry changed")
 		}
 	})

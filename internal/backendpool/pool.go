@@ -9,8 +9,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/azlb/azlb/internal/adminstate"
 )
 
 // Node labels and taints that keep a node out of backend pools.
@@ -77,12 +75,16 @@ type Member struct {
 	AdminState armnetwork.LoadBalancerBackendAddressAdminState
 }
 
+// StateFunc gives the admin state a node's entries must have:
+// adminstate.DesiredState while enableLoadBalancerAdminState is on.
+type StateFunc func(*v1.Node) armnetwork.LoadBalancerBackendAddressAdminState
+
 // Members lists, sorted by name, the entries nodes give a pool of the
 // family. Nodes without an InternalIP of the family are skipped; callers
-// filter eligibility first. With adminState (enableLoadBalancerAdminState),
-// each entry carries the state the node's taints call for; without it every
-// entry is None, so turning the feature off also restores tainted nodes.
-func Members(nodes []*v1.Node, family v1.IPFamily, adminState bool) []Member {
+// filter eligibility first. Each entry's admin state comes from state; a nil
+// state (the feature turned off) makes every entry None, so turning the
+// feature off also restores tainted nodes.
+func Members(nodes []*v1.Node, family v1.IPFamily, state StateFunc) []Member {
 	out := make([]Member, 0, len(nodes))
 	for _, n := range nodes {
 		if n == nil {
@@ -92,11 +94,11 @@ func Members(nodes []*v1.Node, family v1.IPFamily, adminState bool) []Member {
 		if ip == "" {
 			continue
 		}
-		state := armnetwork.LoadBalancerBackendAddressAdminStateNone
-		if adminState {
-			state = adminstate.DesiredState(n)
+		st := armnetwork.LoadBalancerBackendAddressAdminStateNone
+		if state != nil {
+			st = state(n)
 		}
-		out = append(out, Member{Name: n.Name, IP: ip, AdminState: state})
+		out = append(out, Member{Name: n.Name, IP: ip, AdminState: st})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -166,14 +168,16 @@ func AdminStateOf(a *armnetwork.LoadBalancerBackendAddress) armnetwork.LoadBalan
 	return *a.Properties.AdminState
 }
 
-// CanonicalIP normalises an address for comparison; a string that is not
-// an address is only lower-cased.
+// CanonicalIP normalises an address for comparison ("fd00::0001" and
+// "fd00::1", or an IPv4-mapped IPv6 address and its IPv4 form, are the same
+// entry). A string that is not an address is compared trimmed and
+// lower-cased.
 func CanonicalIP(s string) string {
-	ip, err := netip.ParseAddr(s)
+	ip, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil {
-		return strings.ToLower(s)
+		return strings.ToLower(strings.TrimSpace(s))
 	}
-	return ip.String()
+	return ip.Unmap().String()
 }
 
 func deref[T any](p *T) T {

@@ -1,4 +1,4 @@
-package backendpool
+package backendpool_test
 
 import (
 	"reflect"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 const vnet = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
@@ -31,29 +32,29 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 		"plain":    node("plain", []string{"10.0.0.1", "fd00::1"}),
 		"v6only":   node("v6only", []string{"fd00::2"}),
 		"external": node("external", []string{"10.0.0.3"}, func(n *v1.Node) { n.Status.Addresses[0].Type = v1.NodeExternalIP }),
-		"excluded": node("excluded", []string{"10.0.0.4"}, func(n *v1.Node) { n.Labels[LabelExcludeFromLB] = "true" }),
-		"cp":       node("cp", []string{"10.0.0.5"}, func(n *v1.Node) { n.Labels[LabelControlPlane] = "" }),
-		"master":   node("master", []string{"10.0.0.6"}, func(n *v1.Node) { n.Labels[LabelLegacyMasterRole] = "" }),
+		"excluded": node("excluded", []string{"10.0.0.4"}, func(n *v1.Node) { n.Labels[backendpool.LabelExcludeFromLB] = "true" }),
+		"cp":       node("cp", []string{"10.0.0.5"}, func(n *v1.Node) { n.Labels[backendpool.LabelControlPlane] = "" }),
+		"master":   node("master", []string{"10.0.0.6"}, func(n *v1.Node) { n.Labels[backendpool.LabelLegacyMasterRole] = "" }),
 		"deleting": node("deleting", []string{"10.0.0.7"}, func(n *v1.Node) { n.DeletionTimestamp = &now }),
 		"scaledown": node("scaledown", []string{"10.0.0.8"}, func(n *v1.Node) {
-			n.Spec.Taints = []v1.Taint{{Key: TaintToBeDeletedByClusterAutoscaler, Effect: v1.TaintEffectNoSchedule}}
+			n.Spec.Taints = []v1.Taint{{Key: backendpool.TaintToBeDeletedByClusterAutoscaler, Effect: v1.TaintEffectNoSchedule}}
 		}),
 		"shutdown": node("shutdown", []string{"10.0.0.9"}, func(n *v1.Node) {
 			n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintShutdown, Effect: v1.TaintEffectNoSchedule}}
 		}),
 		"badip":    node("badip", []string{"not-an-ip", "10.0.0.10"}),
-		"included": node("included", []string{"10.0.0.11"}, func(n *v1.Node) { n.Labels[LabelExcludeFromLB] = "false" }),
+		"included": node("included", []string{"10.0.0.11"}, func(n *v1.Node) { n.Labels[backendpool.LabelExcludeFromLB] = "false" }),
 	}
 	eligible := func(excludeCP bool) []*v1.Node {
 		var out []*v1.Node
 		for _, n := range nodes {
-			if Eligible(n, excludeCP) {
+			if backendpool.Eligible(n, excludeCP) {
 				out = append(out, n)
 			}
 		}
 		return out
 	}
-	describe := func(ms []Member) []string {
+	describe := func(ms []backendpool.Member) []string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.Name+"="+m.IP+"/"+string(m.AdminState))
@@ -72,7 +73,7 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := describe(Members(eligible(!tc.includeCP), tc.family, true)); !reflect.DeepEqual(got, tc.want) {
+			if got := describe(backendpool.Members(eligible(!tc.includeCP), tc.family, adminstate.DesiredState)); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("members = %v, want %v", got, tc.want)
 			}
 		})
@@ -92,28 +93,28 @@ func entry(name, ip string, state armnetwork.LoadBalancerBackendAddressAdminStat
 
 func TestSync(t *testing.T) {
 	none, down := armnetwork.LoadBalancerBackendAddressAdminStateNone, armnetwork.LoadBalancerBackendAddressAdminStateDown
-	want := []Member{{Name: "n1", IP: "10.0.0.1", AdminState: none}, {Name: "n2", IP: "10.0.0.2", AdminState: down}}
+	want := []backendpool.Member{{Name: "n1", IP: "10.0.0.1", AdminState: none}, {Name: "n2", IP: "10.0.0.2", AdminState: down}}
 	cases := []struct {
 		name string
 		have []*armnetwork.LoadBalancerBackendAddress
-		diff Diff
+		diff backendpool.Diff
 	}{
 		{"in sync (unset admin state is None, vnet id case-insensitive)", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", "", vnet), entry("n2", "10.0.0.2", down, vnet),
-		}, Diff{Members: 2}},
-		{"empty pool", nil, Diff{Changed: true, Added: 2, Members: 2}},
+		}, backendpool.Diff{Members: 2}},
+		{"empty pool", nil, backendpool.Diff{Changed: true, Added: 2, Members: 2}},
 		{"a node left, one joined", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", none, vnet), entry("old", "10.0.0.9", none, vnet),
-		}, Diff{Changed: true, Added: 1, Removed: 1, Members: 2}},
+		}, backendpool.Diff{Changed: true, Added: 1, Removed: 1, Members: 2}},
 		{"admin state differs", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", none, vnet),
-		}, Diff{Changed: true, Updated: 1, Members: 2}},
+		}, backendpool.Diff{Changed: true, Updated: 1, Members: 2}},
 		{"name and vnet differ", []*armnetwork.LoadBalancerBackendAddress{
 			entry("other", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", down, ""),
-		}, Diff{Changed: true, Updated: 2, Members: 2}},
+		}, backendpool.Diff{Changed: true, Updated: 2, Members: 2}},
 		{"duplicate IP is rewritten", []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.0.0.1", none, vnet), entry("n1b", "10.0.0.1", none, vnet), entry("n2", "10.0.0.2", down, vnet),
-		}, Diff{Changed: true, Updated: 1, Members: 2}},
+		}, backendpool.Diff{Changed: true, Updated: 1, Members: 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +122,7 @@ func TestSync(t *testing.T) {
 			if tc.name[:5] == "in sy" {
 				pool.Properties.LoadBalancerBackendAddresses[0].Properties.VirtualNetwork.ID = to.Ptr("/SUBSCRIPTIONS/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v")
 			}
-			d := Sync(pool, want, vnet)
+			d := backendpool.Sync(pool, want, vnet)
 			if d != tc.diff {
 				t.Fatalf("diff = %+v, want %+v", d, tc.diff)
 			}
@@ -147,7 +148,7 @@ func TestSync(t *testing.T) {
 	}
 	// A pool without properties gets them.
 	p := &armnetwork.BackendAddressPool{}
-	if d := Sync(p, nil, vnet); d.Changed || p.Properties == nil {
+	if d := backendpool.Sync(p, nil, vnet); d.Changed || p.Properties == nil {
 		t.Fatalf("empty desired on a property-less pool: %+v", d)
 	}
 }
@@ -156,10 +157,21 @@ func TestMembersWithoutAdminState(t *testing.T) {
 	n := node("tainted", []string{"10.0.0.1"}, func(n *v1.Node) {
 		n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintOutOfService, Effect: v1.TaintEffectNoExecute}}
 	})
-	if got := Members([]*v1.Node{n}, v1.IPv4Protocol, false); len(got) != 1 || got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateNone {
+	if got := backendpool.Members([]*v1.Node{n}, v1.IPv4Protocol, nil); len(got) != 1 || got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateNone {
 		t.Fatalf("with admin state disabled: %+v, want one None entry", got)
 	}
-	if got := Members([]*v1.Node{n}, v1.IPv4Protocol, true); got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateDown {
+	if got := backendpool.Members([]*v1.Node{n}, v1.IPv4Protocol, adminstate.DesiredState); got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateDown {
 		t.Fatalf("with admin state enabled: %+v, want Down", got)
+	}
+}
+
+func TestCanonicalIP(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.4": "10.0.0.4", " 10.0.0.4 ": "10.0.0.4", "::ffff:10.0.0.4": "10.0.0.4",
+		"FD00:0::1": "fd00::1", "not-an-ip": "not-an-ip", "NAME": "name",
+	} {
+		if got := backendpool.CanonicalIP(in); got != want {
+			t.Errorf("backendpool.CanonicalIP(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/provider"
 )
 
@@ -36,7 +38,7 @@ type Updater struct {
 	maxRetries int
 	vnetID     string
 	includeCP  bool
-	adminState bool
+	adminState backendpool.StateFunc // nil: entries are None
 	sub        string
 	source     string
 
@@ -92,7 +94,7 @@ func NewUpdater(opts Options) (*Updater, error) {
 		maxRetries: EffectiveMaxRetries(opts.MaxRetries),
 		vnetID:     opts.VirtualNetworkID,
 		includeCP:  opts.IncludeControlPlaneNodes,
-		adminState: !opts.DisableAdminState,
+		adminState: stateFunc(opts.DisableAdminState),
 		sub:        opts.SubscriptionID,
 		source:     src,
 		registry:   map[string]registration{},
@@ -189,4 +191,11 @@ func (u *Updater) registered(key string) (registration, bool) {
 	defer u.mu.Unlock()
 	r, ok := u.registry[key]
 	return r, ok
+}
+
+func stateFunc(disabled bool) backendpool.StateFunc {
+	if disabled {
+		return nil
+	}
+	return adminstate.DesiredState
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/backendpool"
 )
@@ -212,7 +213,7 @@ func TestSyncPoolAddresses(t *testing.T) {
 			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
 	}
 	pool := &armnetwork.BackendAddressPool{Name: to.Ptr("kubernetes")}
-	members := backendpool.Members([]*v1.Node{node("n2", "10.0.0.2"), node("n1", "10.0.0.1")}, v1.IPv4Protocol, true)
+	members := backendpool.Members([]*v1.Node{node("n2", "10.0.0.2"), node("n1", "10.0.0.1")}, v1.IPv4Protocol, adminstate.DesiredState)
 	if !backendpool.Sync(pool, members, vnet).Changed {
 		t.Fatal("empty pool: no change reported")
 	}
@@ -220,14 +221,14 @@ func TestSyncPoolAddresses(t *testing.T) {
 		t.Fatal("same members: change reported")
 	}
 	// A tainted node is Down; the IPv6 family has no members.
-	members = backendpool.Members([]*v1.Node{node("n1", "10.0.0.1"), node("n2", "10.0.0.2", v1.Taint{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute})}, v1.IPv4Protocol, true)
+	members = backendpool.Members([]*v1.Node{node("n1", "10.0.0.1"), node("n2", "10.0.0.2", v1.Taint{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute})}, v1.IPv4Protocol, adminstate.DesiredState)
 	if !backendpool.Sync(pool, members, vnet).Changed {
 		t.Fatal("admin state change not detected")
 	}
 	if got := backendpool.AdminStateOf(pool.Properties.LoadBalancerBackendAddresses[1]); got != armnetwork.LoadBalancerBackendAddressAdminStateDown {
 		t.Fatalf("n2 admin state %s, want Down", got)
 	}
-	if got := len(backendpool.Members([]*v1.Node{node("n1", "10.0.0.1")}, v1.IPv6Protocol, true)); got != 0 {
+	if got := len(backendpool.Members([]*v1.Node{node("n1", "10.0.0.1")}, v1.IPv6Protocol, adminstate.DesiredState)); got != 0 {
 		t.Fatalf("IPv6 members of an IPv4-only node: %d", got)
 	}
 	if !backendpool.Sync(pool, members[:1], vnet).Changed || len(pool.Properties.LoadBalancerBackendAddresses) != 1 {

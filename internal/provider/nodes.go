@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/placement"
@@ -113,7 +114,7 @@ func (p *Provider) reconcilePools(ctx context.Context, caller, lbName string, no
 func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members []*v1.Node, families []v1.IPFamily, poolName func(v1.IPFamily) string) error {
 	for _, fam := range families {
 		poolName := poolName(fam)
-		want := backendpool.Members(members, fam, p.cfg.AdminStateEnabled())
+		want := backendpool.Members(members, fam, p.adminState())
 		lb, err := p.getLB(ctx, lbName)
 		if err != nil {
 			return err
@@ -129,10 +130,19 @@ func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members
 			// informer sees them now: the list the service controller
 			// passed may predate a taint the admin-state controller has
 			// already acted on, and must not put None back over its Down.
-			return backendpool.Sync(pool, backendpool.Members(p.freshNodes(members), fam, p.cfg.AdminStateEnabled()), p.vnetID()).Changed
+			return backendpool.Sync(pool, backendpool.Members(p.freshNodes(members), fam, p.adminState()), p.vnetID()).Changed
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// adminState is the admin state rule of every pool entry azlb writes: the
+// node's taints while enableLoadBalancerAdminState is on, else None.
+func (p *Provider) adminState() backendpool.StateFunc {
+	if p.cfg.AdminStateEnabled() {
+		return adminstate.DesiredState
 	}
 	return nil
 }
