@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -502,5 +503,61 @@ func TestAdminStateDisabledWritesNone(t *testing.T) {
 	pool := findPool(h.lb(t, "kubernetes"), "kubernetes")
 	if got := backendpool.AdminStateOf(pool.Properties.LoadBalancerBackendAddresses[0]); got != armnetwork.LoadBalancerBackendAddressAdminStateNone {
 		t.Fatalf("admin state %s with the feature disabled, want None", got)
+	}
+}
+
+// fakeLocal is a LocalServices whose endpoints run on fixed nodes.
+type fakeLocal struct {
+	nodes      sets.Set[string]
+	registered map[string]string
+}
+
+func (f *fakeLocal) Register(key, lb string, _ []v1.IPFamily) { f.registered[key] = lb }
+func (f *fakeLocal) Unregister(key string)                    { delete(f.registered, key) }
+func (f *fakeLocal) EndpointNodes(*v1.Service) (sets.Set[string], error) {
+	return f.nodes, nil
+}
+
+// A Local Service's dedicated pool follows the Service: created with its
+// endpoint nodes, dropped when the Service becomes Cluster, registered with
+// the updater only while it exists.
+func TestLocalServicePoolLifecycle(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}}
+	})
+	local := &fakeLocal{nodes: sets.New("n2"), registered: map[string]string{}}
+	h.p.SetLocalServices(local)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4"), testNode("n2", "10.240.0.5")}
+	svc := testService("api", "efefefef-0000-0000-0000-000000000015", nil, 8080)
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 32001
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	lb := h.lb(t, "kubernetes")
+	if got := poolNames(findPool(lb, "default-api")); strings.Join(got, ",") != "n2" {
+		t.Fatalf("dedicated pool members %v, want [n2]", got)
+	}
+	if findPool(lb, "kubernetes") != nil {
+		t.Error("a Local Service created the cluster pool")
+	}
+	if local.registered["default/api"] != "kubernetes" {
+		t.Fatalf("not registered with the updater: %v", local.registered)
+	}
+
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	lb = h.lb(t, "kubernetes")
+	if findPool(lb, "default-api") != nil {
+		t.Fatal("dedicated pool kept after the Service became Cluster")
+	}
+	if got := poolNames(findPool(lb, "kubernetes")); len(got) != 2 {
+		t.Fatalf("cluster pool members %v, want both nodes", got)
+	}
+	if _, ok := local.registered["default/api"]; ok {
+		t.Fatal("still registered with the updater after becoming Cluster")
 	}
 }
