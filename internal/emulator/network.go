@@ -381,18 +381,29 @@ func (e *Emulator) parentForChild(c *reqCtx, k *kindSpec, g *group, now time.Tim
 	return en, v, true
 }
 
-func (e *Emulator) getChild(c *reqCtx, k *kindSpec, cs *collSpec) {
+// readParent takes the read lock and finds the live parent of the child
+// the request addresses. When it returns false it has answered the request
+// and released the lock; otherwise the caller holds the read lock.
+func (e *Emulator) readParent(c *reqCtx, k *kindSpec) (*version, time.Time, bool) {
 	e.mu.RLock()
 	now := e.clock.Now()
 	_, g := e.readGroup(c, now)
 	if g == nil {
 		e.mu.RUnlock()
 		writeARMError(c.w, errResourceGroupNotFound(c.rt.rg))
-		return
+		return nil, now, false
 	}
 	_, v, ok := e.parentForChild(c, k, g, now)
 	if !ok {
 		e.mu.RUnlock()
+		return nil, now, false
+	}
+	return v, now, true
+}
+
+func (e *Emulator) getChild(c *reqCtx, k *kindSpec, cs *collSpec) {
+	v, now, ok := e.readParent(c, k)
+	if !ok {
 		return
 	}
 	b := e.renderChildBytes(k, v, v.phaseAt(now), cs.key, c.rt.childName)
@@ -408,17 +419,8 @@ func (e *Emulator) getChild(c *reqCtx, k *kindSpec, cs *collSpec) {
 }
 
 func (e *Emulator) listChildren(c *reqCtx, k *kindSpec, cs *collSpec) {
-	e.mu.RLock()
-	now := e.clock.Now()
-	_, g := e.readGroup(c, now)
-	if g == nil {
-		e.mu.RUnlock()
-		writeARMError(c.w, errResourceGroupNotFound(c.rt.rg))
-		return
-	}
-	_, v, ok := e.parentForChild(c, k, g, now)
+	v, now, ok := e.readParent(c, k)
 	if !ok {
-		e.mu.RUnlock()
 		return
 	}
 	r := e.renderVersion(k, v, v.phaseAt(now))

@@ -258,15 +258,11 @@ func putSubnet(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj
 	return child, nil
 }
 
-// subnetUsers lists the ids of LB frontends and NIC ip configurations that
-// reference subnet id.
-func (wc *writeCtx) subnetUsers(id string) []string {
-	var users []string
+// subnetIPConfigs calls fn with every load balancer frontend and NIC ip
+// configuration, of a live resource in any group, that references subnet id.
+func (wc *writeCtx) subnetIPConfigs(id string, fn func(g *group, cfg obj)) {
 	for _, s := range wc.e.subs {
 		for _, g := range s.groups {
-			if g.goneAt(wc.now) {
-				continue
-			}
 			for key, en := range g.resources {
 				if en.cur == nil || en.cur.phaseAt(wc.now) == phaseGone {
 					continue
@@ -284,12 +280,23 @@ func (wc *writeCtx) subnetUsers(id string) []string {
 				for _, c := range arr {
 					co := c.(obj)
 					if r, ok := propsOf(co)["subnet"].(obj); ok && strings.EqualFold(r["id"].(string), id) {
-						users = append(users, co["id"].(string))
+						fn(g, co)
 					}
 				}
 			}
 		}
 	}
+}
+
+// subnetUsers lists the ids of LB frontends and NIC ip configurations that
+// reference subnet id, in groups that are not deleted.
+func (wc *writeCtx) subnetUsers(id string) []string {
+	var users []string
+	wc.subnetIPConfigs(id, func(g *group, cfg obj) {
+		if !g.goneAt(wc.now) {
+			users = append(users, cfg["id"].(string))
+		}
+	})
 	return users
 }
 
@@ -317,33 +324,11 @@ func checkDeleteVNet(wc *writeCtx, v *version) *armError {
 // usedPrivateIPs collects private addresses held in subnet id.
 func (wc *writeCtx) usedPrivateIPs(id string) map[netip.Addr]bool {
 	used := map[netip.Addr]bool{}
-	for _, s := range wc.e.subs {
-		for _, g := range s.groups {
-			for key, en := range g.resources {
-				if en.cur == nil || en.cur.phaseAt(wc.now) == phaseGone {
-					continue
-				}
-				var coll string
-				switch {
-				case strings.HasPrefix(key, "loadbalancers/"):
-					coll = "frontendIPConfigurations"
-				case strings.HasPrefix(key, "networkinterfaces/"):
-					coll = "ipConfigurations"
-				default:
-					continue
-				}
-				arr, _ := propsOf(en.cur.doc)[coll].([]any)
-				for _, c := range arr {
-					cp := propsOf(c.(obj))
-					if r, ok := cp["subnet"].(obj); ok && strings.EqualFold(r["id"].(string), id) {
-						if a, err := netip.ParseAddr(stringOf(cp["privateIPAddress"])); err == nil {
-							used[a] = true
-						}
-					}
-				}
-			}
+	wc.subnetIPConfigs(id, func(_ *group, cfg obj) {
+		if a, err := netip.ParseAddr(stringOf(propsOf(cfg)["privateIPAddress"])); err == nil {
+			used[a] = true
 		}
-	}
+	})
 	return used
 }
 
