@@ -682,17 +682,28 @@ func onDeleteLB(wc *writeCtx, v *version) {
 	}
 }
 
-func putPool(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, *armError) {
-	pid := stringOf(parent["id"]) + "/backendAddressPools/" + name
+// childIn starts every child PUT: the child's id and name (an existing child
+// keeps its own spelling) and the request's properties object, empty when
+// the body has none. Callers copy the properties before changing them.
+func childIn(parent obj, coll, name string, in, existing obj) (id, childName string, props obj, ae *armError) {
+	id, childName = stringOf(parent["id"])+"/"+coll+"/"+name, name
 	if existing != nil {
-		pid, name = stringOf(existing["id"]), stringOf(existing["name"])
+		id, childName = stringOf(existing["id"]), stringOf(existing["name"])
 	}
-	cp, err := getObj(in, "properties", "")
+	props, err := getObj(in, "properties", "")
 	if err != nil {
-		return nil, errBadShape(err)
+		return "", "", nil, errBadShape(err)
 	}
-	if cp == nil {
-		cp = obj{}
+	if props == nil {
+		props = obj{}
+	}
+	return id, childName, props, nil
+}
+
+func putPool(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, *armError) {
+	pid, name, cp, ae := childIn(parent, "backendAddressPools", name, in, existing)
+	if ae != nil {
+		return nil, ae
 	}
 	cp = shallowCopy(cp)
 	delete(cp, "provisioningState")

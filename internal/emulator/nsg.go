@@ -122,16 +122,9 @@ func normalizeNSG(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 }
 
 func putSecurityRule(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, *armError) {
-	rid := stringOf(parent["id"]) + "/securityRules/" + name
-	if existing != nil {
-		rid, name = stringOf(existing["id"]), stringOf(existing["name"])
-	}
-	cp, err := getObj(in, "properties", "")
-	if err != nil {
-		return nil, errBadShape(err)
-	}
-	if cp == nil {
-		cp = obj{}
+	rid, name, cp, ae := childIn(parent, "securityRules", name, in, existing)
+	if ae != nil {
+		return nil, ae
 	}
 	cp = shallowCopy(cp)
 	delete(cp, "provisioningState")

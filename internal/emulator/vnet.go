@@ -222,18 +222,9 @@ func checkSubnetOverlap(subnets []any) *armError {
 
 func putSubnet(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, *armError) {
 	props := propsOf(parent)
-	pid, _ := parent["id"].(string)
-	sid := pid + "/subnets/" + name
-	if existing != nil {
-		sid, _ = existing["id"].(string)
-		name, _ = existing["name"].(string)
-	}
-	cp, err := getObj(in, "properties", "")
-	if err != nil {
-		return nil, errBadShape(err)
-	}
-	if cp == nil {
-		cp = obj{}
+	sid, name, cp, ae := childIn(parent, "subnets", name, in, existing)
+	if ae != nil {
+		return nil, ae
 	}
 	cp = deepCopy(cp).(obj)
 	delete(cp, "provisioningState")
