@@ -147,6 +147,14 @@ func synchronousResult[T any](poller interface{ Done() bool }, resp *http.Respon
 	if err != nil || len(body) == 0 {
 		return out, false
 	}
+	// A result type that knows its provisioning state is decoded once.
+	if ps, ok := any(&out).(interface{ provisioningState() string }); ok {
+		if json.Unmarshal(body, &out) != nil || !strings.EqualFold(ps.provisioningState(), "Succeeded") {
+			var zero T
+			return zero, false
+		}
+		return out, true
+	}
 	var state struct {
 		Properties struct {
 			ProvisioningState string `json:"provisioningState"`

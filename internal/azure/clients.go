@@ -29,6 +29,17 @@ type LoadBalancerClient interface {
 	Delete(ctx context.Context, resourceGroup, name string) error
 }
 
+// NetworkAPIVersion is the Microsoft.Network api-version of every call
+// (armnetwork/v9's).
+const NetworkAPIVersion = "2025-05-01"
+
+// The module the backend pool client's own requests report in their
+// User-Agent: the armnetwork module whose requests they reproduce.
+const (
+	armModule        = "armnetwork"
+	armModuleVersion = "v9.0.0"
+)
+
 // BackendPoolClient reads and writes load balancer backend address pools.
 type BackendPoolClient interface {
 	Get(ctx context.Context, resourceGroup, loadBalancer, pool string) (*armnetwork.BackendAddressPool, error)
@@ -209,7 +220,11 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		c.LoadBalancer = &loadBalancerClient{base: newBase(ClientLoadBalancer), c: lb}
 		var bp *armnetwork.LoadBalancerBackendAddressPoolsClient
 		bp, err = armnetwork.NewLoadBalancerBackendAddressPoolsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientBackendPool))
-		c.BackendPool = &backendPoolClient{base: newBase(ClientBackendPool), c: bp}
+		if err == nil {
+			var raw *arm.Client
+			raw, err = arm.NewClient(armModule, armModuleVersion, c.cred, c.armOptions(ClientBackendPool))
+			c.BackendPool = &backendPoolClient{base: newBase(ClientBackendPool), c: bp, raw: raw, subscription: cfg.SubscriptionID}
+		}
 	}
 	if err == nil {
 		var pip *armnetwork.PublicIPAddressesClient

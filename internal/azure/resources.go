@@ -1,9 +1,16 @@
 package azure
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
@@ -50,18 +57,74 @@ func (l *loadBalancerClient) Delete(ctx context.Context, rg, name string) error 
 type backendPoolClient struct {
 	*base
 	c *armnetwork.LoadBalancerBackendAddressPoolsClient
+	// raw carries Get and CreateOrUpdate: the same pipeline (credential,
+	// retry, throttle and metrics policies) as c, with the pool codec in
+	// place of the SDK's JSON (see poolcodec.go).
+	raw          *arm.Client
+	subscription string
 }
 
 var _ BackendPoolClient = (*backendPoolClient)(nil)
 
+// poolResult is a backend pool decoded with the pool codec; the poller of a
+// pool write decodes into it.
+type poolResult struct{ armnetwork.BackendAddressPool }
+
+func (r *poolResult) UnmarshalJSON(b []byte) error {
+	p, err := decodePool(b)
+	r.BackendAddressPool = p
+	return err
+}
+
+func (r *poolResult) provisioningState() string {
+	if r.Properties == nil || r.Properties.ProvisioningState == nil {
+		return ""
+	}
+	return string(*r.Properties.ProvisioningState)
+}
+
+// request builds a request on the pool's URL, as the SDK's generated
+// client does.
+func (b *backendPoolClient) request(ctx context.Context, method, apiName, rg, lb, pool string) (*policy.Request, error) {
+	for _, p := range []struct{ name, v string }{{"subscriptionID", b.subscription}, {"resourceGroupName", rg},
+		{"loadBalancerName", lb}, {"backendAddressPoolName", pool}} {
+		if p.v == "" {
+			return nil, fmt.Errorf("parameter %s cannot be empty", p.name)
+		}
+	}
+	ctx = context.WithValue(ctx, runtime.CtxAPINameKey{}, "LoadBalancerBackendAddressPoolsClient."+apiName)
+	req, err := runtime.NewRequest(ctx, method, runtime.JoinPaths(b.raw.Endpoint(),
+		"/subscriptions/"+url.PathEscape(b.subscription)+"/resourceGroups/"+url.PathEscape(rg)+
+			"/providers/Microsoft.Network/loadBalancers/"+url.PathEscape(lb)+"/backendAddressPools/"+url.PathEscape(pool)))
+	if err != nil {
+		return nil, err
+	}
+	q := req.Raw().URL.Query()
+	q.Set("api-version", NetworkAPIVersion)
+	req.Raw().URL.RawQuery = q.Encode()
+	req.Raw().Header["Accept"] = []string{"application/json"}
+	return req, nil
+}
+
 func (b *backendPoolClient) Get(ctx context.Context, rg, lb, pool string) (*armnetwork.BackendAddressPool, error) {
 	return get(ctx, b.base, rg, rg+"/"+lb+"/"+pool,
-		func(ctx context.Context) (armnetwork.LoadBalancerBackendAddressPoolsClientGetResponse, error) {
-			return b.c.Get(ctx, rg, lb, pool, nil)
+		func(ctx context.Context) (poolResult, error) {
+			var out poolResult
+			req, err := b.request(ctx, http.MethodGet, "Get", rg, lb, pool)
+			if err != nil {
+				return out, err
+			}
+			resp, err := b.raw.Pipeline().Do(req)
+			if err != nil {
+				return out, err
+			}
+			if !runtime.HasStatusCode(resp, http.StatusOK) {
+				return out, runtime.NewResponseError(resp)
+			}
+			err = runtime.UnmarshalAsJSON(resp, &out)
+			return out, err
 		},
-		func(r *armnetwork.LoadBalancerBackendAddressPoolsClientGetResponse) *armnetwork.BackendAddressPool {
-			return &r.BackendAddressPool
-		})
+		func(r *poolResult) *armnetwork.BackendAddressPool { return &r.BackendAddressPool })
 }
 
 func (b *backendPoolClient) List(ctx context.Context, rg, lb string) ([]*armnetwork.BackendAddressPool, error) {
@@ -76,8 +139,28 @@ func (b *backendPoolClient) List(ctx context.Context, rg, lb string) ([]*armnetw
 
 func (b *backendPoolClient) CreateOrUpdate(ctx context.Context, rg, lb, pool string, p armnetwork.BackendAddressPool, etag string) (*armnetwork.BackendAddressPool, error) {
 	resp, err := write(ctx, b.base, opCreateOrUpdate, rg, rg+"/"+lb+"/"+pool, etag,
-		func(ctx context.Context) (*runtime.Poller[armnetwork.LoadBalancerBackendAddressPoolsClientCreateOrUpdateResponse], error) {
-			return b.c.BeginCreateOrUpdate(ctx, rg, lb, pool, p, nil)
+		func(ctx context.Context) (*runtime.Poller[poolResult], error) {
+			req, err := b.request(ctx, http.MethodPut, "BeginCreateOrUpdate", rg, lb, pool)
+			if err != nil {
+				return nil, err
+			}
+			body, err := encodePool(&p)
+			if err != nil {
+				return nil, err
+			}
+			if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
+				return nil, err
+			}
+			httpResp, err := b.raw.Pipeline().Do(req)
+			if err != nil {
+				return nil, err
+			}
+			if !runtime.HasStatusCode(httpResp, http.StatusOK, http.StatusCreated) {
+				return nil, runtime.NewResponseError(httpResp)
+			}
+			return runtime.NewPoller(httpResp, b.raw.Pipeline(), &runtime.NewPollerOptions[poolResult]{
+				FinalStateVia: runtime.FinalStateViaAzureAsyncOp,
+			})
 		})
 	if err != nil {
 		return nil, err
