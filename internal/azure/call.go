@@ -72,15 +72,29 @@ func withIfMatch(ctx context.Context, etag string) context.Context {
 // opDelete.
 func write[T any](ctx context.Context, b *base, op, resourceGroup, object, etag string,
 	begin func(context.Context) (*runtime.Poller[T], error)) (T, error) {
+	return writeOrDone(ctx, b, op, resourceGroup, object, etag, func(ctx context.Context) (*T, *runtime.Poller[T], error) {
+		p, err := begin(ctx)
+		return nil, p, err
+	})
+}
+
+// writeOrDone is write for a begin that returns either the final resource
+// (it saw ARM complete the write synchronously and decoded the answer) or a
+// poller.
+func writeOrDone[T any](ctx context.Context, b *base, op, resourceGroup, object, etag string,
+	begin func(context.Context) (*T, *runtime.Poller[T], error)) (T, error) {
 	var zero T
 	callCtx, err := b.admit(ctx, op, resourceGroup, true)
 	if err != nil {
 		return zero, b.wrap(op, object, err)
 	}
 	var initial *http.Response
-	poller, err := begin(runtime.WithCaptureResponse(withIfMatch(callCtx, etag), &initial))
+	done, poller, err := begin(runtime.WithCaptureResponse(withIfMatch(callCtx, etag), &initial))
 	if err != nil {
 		return zero, b.wrap(op, object, err)
+	}
+	if done != nil {
+		return *done, nil
 	}
 	// A write ARM completed synchronously (200/201 with a terminal
 	// provisioningState, as updates of load balancers and pools are) carries
@@ -146,14 +160,6 @@ func synchronousResult[T any](poller interface{ Done() bool }, resp *http.Respon
 	body, err := runtime.Payload(resp)
 	if err != nil || len(body) == 0 {
 		return out, false
-	}
-	// A result type that knows its provisioning state is decoded once.
-	if ps, ok := any(&out).(interface{ provisioningState() string }); ok {
-		if json.Unmarshal(body, &out) != nil || !strings.EqualFold(ps.provisioningState(), "Succeeded") {
-			var zero T
-			return zero, false
-		}
-		return out, true
 	}
 	var state struct {
 		Properties struct {
