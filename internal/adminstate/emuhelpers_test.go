@@ -271,6 +271,14 @@ func (env *emuEnv) runController(t testing.TB, objs ...runtime.Object) *ctrl {
 
 func (c *ctrl) setTaints(t testing.TB, name string, taints ...v1.Taint) {
 	t.Helper()
+	c.setTaintsAt(t, name, taints...)
+}
+
+// setTaintsAt sets the node's taints and returns when the update was sent
+// to the API server (after the read that prepares it) and when the API
+// server acknowledged it: from then on the taint is visible to watchers.
+func (c *ctrl) setTaintsAt(t testing.TB, name string, taints ...v1.Taint) (sent, acked time.Time) {
+	t.Helper()
 	n, err := c.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -280,9 +288,11 @@ func (c *ctrl) setTaints(t testing.TB, name string, taints ...v1.Taint) {
 	// treat a relisted object with an unchanged version as a resync, so give
 	// every update a new one, as an API server would.
 	n.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
+	sent = time.Now()
 	if _, err := c.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return sent, time.Now()
 }
 
 func (c *ctrl) hasTaint(t testing.TB, name, key string) bool {

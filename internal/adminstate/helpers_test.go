@@ -46,6 +46,10 @@ type fakeARM struct {
 	// getErr / putErr, when set, may fail a call (nil: let it through).
 	getErr func(lb, pool string) error
 	putErr func(lb, pool string) error
+	// onPut, when set, runs at the start of every PUT, outside mu.
+	onPut func(lb, pool string)
+	// ifMatch records, per "lb/pool", the If-Match of each PUT ("" none).
+	ifMatch map[string][]string
 	// unlocked counts ARM calls made without the lock held.
 	unlocked int
 }
@@ -56,7 +60,8 @@ type fakeLB struct {
 }
 
 func newFakeARM(t testing.TB) *fakeARM {
-	return &fakeARM{t: t, lock: &fakeLocker{}, lbs: map[string]*fakeLB{}, putsByPool: map[string]int{}}
+	return &fakeARM{t: t, lock: &fakeLocker{}, lbs: map[string]*fakeLB{}, putsByPool: map[string]int{},
+		ifMatch: map[string][]string{}}
 }
 
 type addr struct {
@@ -210,10 +215,14 @@ func (p *fakePools) List(context.Context, string, string) ([]*armnetwork.Backend
 func (p *fakePools) CreateOrUpdate(_ context.Context, rg, lb, pool string, body armnetwork.BackendAddressPool, etag string) (*armnetwork.BackendAddressPool, error) {
 	f := p.f()
 	held := f.lock.isHeld()
+	if f.onPut != nil {
+		f.onPut(lb, pool)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.puts++
 	f.putsByPool[lb+"/"+pool]++
+	f.ifMatch[lb+"/"+pool] = append(f.ifMatch[lb+"/"+pool], etag)
 	if !held {
 		f.unlocked++
 	}

@@ -254,6 +254,40 @@ func TestEmulatorFaultsDuringUpdate(t *testing.T) {
 	}
 }
 
+// TestEmulatorAsynchronousWrites: when ARM answers pool writes
+// asynchronously, a load balancer is busy until the operation ends, so of
+// the two pools of one load balancer written together one is refused with
+// 409 AnotherOperationInProgress. The manager retries it once the other
+// write is done; the node goes Down on every pool without a Warning.
+func TestEmulatorAsynchronousWrites(t *testing.T) {
+	env := newEmuEnv(t, emulator.Options{OperationDuration: 300 * time.Millisecond}, twoLBs...)
+	nodes := emuNodes(2)
+	env.seedLBs(nodes, noneSeed)
+	c := env.runController(t, nodeObjects(nodes, nil)...)
+	started(t, env)
+	env.emu.ResetRequests()
+	n := nodes[0]
+	c.setTaints(t, n.name, taintOOS)
+	poll(t, waitFor, "Down event", func() bool {
+		return len(c.events.Find(n.name, adminstate.EventReasonAdminStateDown)) == 1
+	})
+	if !env.allAre(n, down) {
+		t.Fatal("not Down on every pool")
+	}
+	if w := c.events.Messages(n.name, adminstate.EventReasonAdminStateUpdateFailed); len(w) > 0 {
+		t.Errorf("warnings %q, want none", w)
+	}
+	busy := 0
+	for _, r := range env.emu.Requests() {
+		if r.Method == http.MethodPut && r.Status == http.StatusConflict {
+			busy++
+		}
+	}
+	if busy != len(env.lbs) {
+		t.Errorf("%d PUTs refused as busy, want %d (one per load balancer): the retry path was not exercised", busy, len(env.lbs))
+	}
+}
+
 func TestEmulatorNoTaintNoWrites(t *testing.T) {
 	env := newEmuEnv(t, emulator.Options{}, twoLBs...)
 	nodes := emuNodes(4)

@@ -62,11 +62,10 @@ type Result struct {
 // one apply happen under the service-reconcile lock: it resolves the pools
 // holding the addresses (Backend.PoolsWithAddresses), invalidates the cache
 // of each load balancer it touches, GETs every pool afresh (in parallel),
-// changes the matching entries and PUTs each changed pool once with its
-// etag. Pools of different load balancers are written in parallel; pools of
-// one load balancer one after the other, because they share the load
-// balancer's etag (see etagChain). A 412 or 409 is retried once with a fresh
-// GET.
+// changes the matching entries and PUTs each changed pool once, all pools in
+// parallel (see applyLB for If-Match and how the pools of one load balancer,
+// which share its etag, are kept safe). A 412 or 409 is retried once with a
+// fresh GET.
 //
 // It remembers, per node UID, the last state applied successfully, so
 // applying the same state again costs no ARM call. A new Manager (a restart)
@@ -360,7 +359,19 @@ func (m *Manager) applyLocked(ctx context.Context, rg string, want map[string]St
 }
 
 // applyLB updates the pools of one load balancer: parallel fresh GETs, then
-// one PUT per changed pool, in order, each with the newest etag.
+// parallel PUTs of the pools that changed.
+//
+// The pools of a load balancer share its etag, so a PUT of one changes the
+// etag the others were read at. A single changed pool is written with
+// If-Match (the etag read). Several are written concurrently without it:
+// with it, all but the first would fail 412, and writing them one after the
+// other costs a round trip each. What keeps them safe is what the design
+// relies on for every pool writer: the service-reconcile lock, held from
+// the GETs to the last PUT, keeps the Service reconcile and the local
+// service updater out. A write that conflicts anyway (412; or 409 because
+// ARM was still busy with a sibling's asynchronous write) is retried once
+// after the concurrent round, one pool at a time, with a fresh GET and
+// If-Match.
 func (m *Manager) applyLB(ctx context.Context, rg, lb string, pools []PoolRef, want map[string]State) []poolOutcome {
 	m.backend.InvalidateCache(lb)
 	defer m.backend.InvalidateCache(lb)
@@ -373,8 +384,8 @@ func (m *Manager) applyLB(ctx context.Context, rg, lb string, pools []PoolRef, w
 	}
 	wg.Wait()
 
-	chain := etagChain{}
 	out := make([]poolOutcome, len(pools))
+	var writes []int
 	for i, ref := range pools {
 		o := &out[i]
 		o.ref = ref
@@ -386,58 +397,68 @@ func (m *Manager) applyLB(ctx context.Context, rg, lb string, pools []PoolRef, w
 			o.err = fmt.Errorf("backend pool %s: %w", ref, err)
 			continue
 		}
-		m.updatePool(ctx, rg, ref, fetched[i], want, chain, o)
+		o.known = true
+		o.changed, o.found = setAdminState(fetched[i], want)
+		if len(o.changed) > 0 {
+			writes = append(writes, i)
+		}
+	}
+	ifMatch := len(writes) == 1
+	conflicted := make([]bool, len(pools))
+	for _, i := range writes {
+		wg.Go(func() { conflicted[i] = m.putPool(ctx, rg, pools[i], fetched[i], ifMatch, &out[i]) })
+	}
+	wg.Wait()
+	for _, i := range writes {
+		if conflicted[i] {
+			m.retryPool(ctx, rg, pools[i], want, &out[i])
+		}
 	}
 	return out
 }
 
-// updatePool sets the admin state on one fetched pool and writes it when
-// something changed, retrying a conflict once with a fresh GET.
-func (m *Manager) updatePool(ctx context.Context, rg string, ref PoolRef, pool *armnetwork.BackendAddressPool,
-	want map[string]State, chain etagChain, o *poolOutcome) {
-	client := m.backend.BackendPools()
-	log := klog.FromContext(ctx).WithValues("loadBalancer", ref.LoadBalancer, "pool", ref.Pool)
-	for attempt := 0; ; attempt++ {
-		o.known = true
-		changed, found := setAdminState(pool, want)
-		o.found, o.changed = found, changed
-		if len(changed) == 0 {
+// putPool writes a changed pool and records the outcome; it reports whether
+// the write failed with a conflict (412 or 409), which retryPool may fix.
+func (m *Manager) putPool(ctx context.Context, rg string, ref PoolRef, pool *armnetwork.BackendAddressPool, ifMatch bool, o *poolOutcome) bool {
+	etag := ""
+	if ifMatch && pool.Etag != nil {
+		etag = *pool.Etag
+	}
+	_, err := m.backend.BackendPools().CreateOrUpdate(ctx, rg, ref.LoadBalancer, ref.Pool, *pool, etag)
+	if err == nil {
+		o.written, o.err = true, nil
+		klog.FromContext(ctx).V(2).Info("Set backend admin state", "loadBalancer", ref.LoadBalancer, "pool", ref.Pool,
+			"entries", len(o.changed))
+		return false
+	}
+	o.changed = nil
+	class := azure.Classify(err)
+	if class == azure.ClassStale {
+		o.err = nil // the pool went away: nothing left to update
+		return false
+	}
+	o.err = fmt.Errorf("backend pool %s: %w", ref, err)
+	return class == azure.ClassConflict
+}
+
+// retryPool retries a conflicted pool once: a fresh GET, the admin states
+// set again, and a PUT with the etag just read.
+func (m *Manager) retryPool(ctx context.Context, rg string, ref PoolRef, want map[string]State, o *poolOutcome) {
+	klog.FromContext(ctx).V(2).Info("Backend pool write conflicted; retrying with a fresh read",
+		"loadBalancer", ref.LoadBalancer, "pool", ref.Pool, "err", o.err)
+	fresh, err := m.backend.BackendPools().Get(ctx, rg, ref.LoadBalancer, ref.Pool)
+	if err != nil {
+		if azure.Classify(err) == azure.ClassStale {
 			o.err = nil
 			return
 		}
-		etag := ""
-		if pool.Etag != nil {
-			etag = chain.resolve(*pool.Etag)
-		}
-		written, err := client.CreateOrUpdate(ctx, rg, ref.LoadBalancer, ref.Pool, *pool, etag)
-		if err == nil {
-			o.written, o.err = true, nil
-			if written != nil {
-				chain.advance(etag, written.Etag)
-			}
-			log.V(2).Info("Set backend admin state", "entries", len(changed))
-			return
-		}
-		class := azure.Classify(err)
-		if class == azure.ClassStale {
-			o.changed, o.err = nil, nil // the pool went away: nothing left to update
-			return
-		}
-		o.changed = nil
-		o.err = fmt.Errorf("backend pool %s: %w", ref, err)
-		if class != azure.ClassConflict || attempt > 0 {
-			return
-		}
-		log.V(2).Info("Backend pool changed underneath; retrying with a fresh read", "err", err)
-		fresh, gerr := client.Get(ctx, rg, ref.LoadBalancer, ref.Pool)
-		if gerr != nil {
-			if azure.Classify(gerr) == azure.ClassStale {
-				o.err = nil
-				return
-			}
-			o.err = errors.Join(o.err, fmt.Errorf("backend pool %s: %w", ref, gerr))
-			return
-		}
-		pool = fresh
+		o.err = errors.Join(o.err, fmt.Errorf("backend pool %s: %w", ref, err))
+		return
 	}
+	o.changed, o.found = setAdminState(fresh, want)
+	if len(o.changed) == 0 {
+		o.err = nil
+		return
+	}
+	m.putPool(ctx, rg, ref, fresh, true, o)
 }

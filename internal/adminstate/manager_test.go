@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/apimachinery/pkg/types"
@@ -229,6 +231,55 @@ func TestManagerLastAppliedCache(t *testing.T) {
 	}
 }
 
+// TestManagerWritesPoolsOfOneLoadBalancerTogether: the changed pools of one
+// load balancer are written concurrently and without If-Match (they share
+// its etag, so with it all but one would fail); a load balancer with a
+// single changed pool gets If-Match with the etag read.
+func TestManagerWritesPoolsOfOneLoadBalancerTogether(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	f.addPool("lb-solo", "kubernetes", addr{"n1", "10.0.0.1", ""})
+	soloEtag := f.lbs["lb-solo"].etag
+	arrived := make(chan string, 2)
+	release := make(chan struct{})
+	var (
+		overlapped bool
+		once       sync.Once
+	)
+	f.onPut = func(lb, pool string) {
+		if lb != "lb-a" {
+			return
+		}
+		arrived <- pool
+		if len(arrived) == 2 {
+			once.Do(func() { overlapped = true; close(release) })
+		}
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second): // the other PUT never started
+		}
+	}
+	m := newTestManager(t, f)
+	res := m.ApplyNodes(context.Background(), []Target{{Node: "n1", UID: "u1", IPs: n1IPs, State: down}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if !overlapped {
+		t.Error("the two pools of lb-a were not written concurrently")
+	}
+	for _, p := range append(allPools(), PoolRef{"lb-b", "default-web"}) {
+		if got := f.ifMatch[p.String()]; !slices.Equal(got, []string{""}) {
+			t.Errorf("%s: If-Match %q, want one PUT without it", p, got)
+		}
+	}
+	if got := f.ifMatch["lb-solo/kubernetes"]; !slices.Equal(got, []string{soloEtag}) {
+		t.Errorf("lb-solo/kubernetes: If-Match %q, want [%s]", got, soloEtag)
+	}
+	if gets, puts := f.counts(); gets != 8 || puts != 8 {
+		t.Errorf("gets=%d puts=%d, want 8 and 8", gets, puts)
+	}
+}
+
 func TestManagerConflicts(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -268,6 +319,9 @@ func TestManagerConflicts(t *testing.T) {
 			}
 			if n := f.putsOf("lb-a", "kubernetes"); n != tc.wantPuts {
 				t.Errorf("PUTs on lb-a/kubernetes = %d, want %d", n, tc.wantPuts)
+			}
+			if im := f.ifMatch["lb-a/kubernetes"]; len(im) == 2 && im[1] == "" {
+				t.Errorf("the retry after a conflict has no If-Match (%q)", im)
 			}
 			// The other pools are written regardless.
 			if got := f.state("lb-a", "kubernetes-IPv6", "fd00::1"); got != down {

@@ -41,31 +41,3 @@ func setAdminState(pool *armnetwork.BackendAddressPool, desired map[string]State
 	}
 	return changed, found
 }
-
-// etagChain remembers, per load balancer, the etag each successful pool PUT
-// turned into. A backend pool shares its load balancer's etag, so after a
-// PUT of pool A with If-Match E succeeds (yielding E'), pool B of the same
-// load balancer read at E is unchanged at E': only A changed between the
-// two. Writing B with If-Match E' is then as safe as writing it with E, and
-// avoids a certain 412 and a second GET.
-type etagChain map[string]string
-
-// resolve follows the chain from etag to the newest known etag.
-func (c etagChain) resolve(etag string) string {
-	for range len(c) + 1 {
-		next, ok := c[etag]
-		if !ok || next == "" || next == etag {
-			return etag
-		}
-		etag = next
-	}
-	return etag
-}
-
-// advance records that a write with If-Match from produced to.
-func (c etagChain) advance(from string, to *string) {
-	if from == "" || to == nil || *to == "" || *to == from {
-		return
-	}
-	c[from] = *to
-}

@@ -69,26 +69,6 @@ func TestSetAdminStateToleratesEmptyPools(t *testing.T) {
 	}
 }
 
-func TestEtagChain(t *testing.T) {
-	c := etagChain{}
-	if got := c.resolve("e1"); got != "e1" {
-		t.Fatalf("empty chain resolve = %q", got)
-	}
-	c.advance("e1", to.Ptr("e2"))
-	c.advance("e2", to.Ptr("e3"))
-	c.advance("", to.Ptr("x"))    // no If-Match: nothing learned
-	c.advance("e3", nil)          // no etag in the answer
-	c.advance("e3", to.Ptr("e3")) // no change
-	for in, want := range map[string]string{"e1": "e3", "e2": "e3", "e3": "e3", "other": "other", "": ""} {
-		if got := c.resolve(in); got != want {
-			t.Errorf("resolve(%q) = %q, want %q", in, got, want)
-		}
-	}
-	// A cycle cannot loop forever.
-	c = etagChain{"a": "b", "b": "a"}
-	_ = c.resolve("a")
-}
-
 // FuzzSetAdminState: arbitrary addresses and states never panic, only
 // entries whose address is desired change, and they end in the desired
 // state.
