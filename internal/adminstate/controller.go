@@ -245,12 +245,15 @@ func nodeIPs(n *v1.Node) []string {
 // Mass events (a zone or a whole Spot pool leaving at once): when at least
 // burstThreshold nodes became pending while the previous batch was being
 // applied, the next batch starts no sooner than burstWindow after the
-// previous one did, and takes every node pending by then. A wave of taints
-// spread over a second then costs about two PUTs per pool instead of one per
-// batch; an isolated taint never waits.
+// previous one did, and takes every node pending by then. Taints set within
+// one second of the first then cost two PUTs per pool (the first node's
+// batch, which never waits, and one for the rest) instead of one per batch.
+// The window is that second plus burstGrace, for the informer to deliver
+// the last taints of the wave.
 const (
 	burstThreshold = 10
-	burstWindow    = time.Second
+	burstGrace     = 100 * time.Millisecond
+	burstWindow    = time.Second + burstGrace
 )
 
 // burstDelay is how long the next batch waits: zero outside a mass event.

@@ -16,12 +16,13 @@
 //     implemented by the provider. One apply takes the lock once (caller
 //     "AdminStateController"), resolves every pool holding the addresses on
 //     every managed load balancer, GETs each pool afresh, and PUTs a pool
-//     only when an entry's state changes, with the pool's etag; a 412 or 409
-//     is retried once with a fresh GET. Entries are matched by IP address;
-//     other entries are left as they are. Pools of different load balancers
-//     are written in parallel; pools of one load balancer in turn, since they
-//     share its etag. Any number of nodes cost one GET and at most one PUT per
-//     pool. Each apply is one operation metric (request
+//     only when an entry's state changes. Entries are matched by IP address;
+//     other entries are left as they are. All pools are written in parallel:
+//     a load balancer's only changed pool with If-Match, several changed
+//     pools of one load balancer (they share its etag) without, relying on
+//     the lock; a 412 or 409 is retried once, after the round, with a fresh
+//     GET and If-Match. Any number of nodes cost one GET and at most one PUT
+//     per pool. Each apply is one operation metric (request
 //     "loadbalancer_adminstate_update"). A per-node-UID memory of the last
 //     successful state makes repeats free; a new Manager verifies with GETs.
 //   - Controller watches nodes and PreemptScheduled events. Its admin-state
