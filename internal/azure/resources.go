@@ -136,7 +136,11 @@ func (b *backendPoolClient) Get(ctx context.Context, rg, lb, pool string) (*armn
 			if !runtime.HasStatusCode(resp, http.StatusOK) {
 				return out, runtime.NewResponseError(resp)
 			}
-			err = runtime.UnmarshalAsJSON(resp, &out)
+			body, err := runtime.Payload(resp)
+			if err != nil {
+				return out, err
+			}
+			out.BackendAddressPool, err = decodePool(body)
 			return out, err
 		},
 		func(r *poolResult) *armnetwork.BackendAddressPool { return &r.BackendAddressPool })
