@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	gojson "github.com/goccy/go-json"
 
 	"github.com/azlb/azlb/internal/emulator"
 )
@@ -247,6 +248,40 @@ func FuzzPoolCodec(f *testing.F) {
 		}
 		if back := sdkDecode(t, b); !reflect.DeepEqual(back, p) {
 			t.Fatalf("re-encoded pool decodes differently\ninput %q\nencoded %s", data, b)
+		}
+	})
+}
+
+// FuzzPoolWireFastMatchesStd: whatever go-json accepts, encoding/json
+// accepts too and decodes to the same mirror value.
+func FuzzPoolWireFastMatchesStd(f *testing.F) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 8 {
+		p := randomPool(r, 3)
+		b, _ := json.Marshal(p)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"properties":{"loadBalancerBackendAddresses":[null,{"properties":null}],"backendIPConfigurations":null}}`))
+	f.Add([]byte("{\"name\":\"\xff\"}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast poolWire
+		ok := func() (ok bool) {
+			defer func() {
+				if recover() != nil {
+					ok = false
+				}
+			}()
+			return gojson.Unmarshal(data, &fast) == nil
+		}()
+		if !ok {
+			return
+		}
+		var std poolWire
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("go-json accepts what encoding/json rejects (%v): %q", err, data)
+		}
+		if !reflect.DeepEqual(fast, std) {
+			t.Fatalf("go-json and encoding/json decode differently: %q", data)
 		}
 	})
 }
