@@ -72,7 +72,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // "all-pools": every node is in all 8 pools (the worst case: 8 pools of
 // 1,000 entries to read and write). "placed": as multiple-SLB node placement
 // spreads nodes, each node is in the 2 pools (IPv4, IPv6) of one of the 4
-// load balancers, 250 entries each. nodes=120 shows the latency-bound floor.
+// load balancers, 250 entries each (what node placement produces).
+// nodes=120: all 8 pools again, with small pools (16 calls per cutover).
 func BenchmarkCutoverLatency(b *testing.B) {
 	for _, tc := range []struct {
 		size   int
