@@ -400,10 +400,14 @@ func (c *Controller) forgetName(name string) {
 
 // record stores the state reported for the node and says whether it
 // differs from the previous one (a node not in the out-of-service set is
-// None).
+// None). A node deleted or replaced while its state was being applied is
+// not recorded (and gets no event): its record would outlive it.
 func (c *Controller) record(node *v1.Node, s State, reasons []string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.uids[node.Name] != node.UID {
+		return false
+	}
 	prev := StateNone
 	if r, ok := c.states[node.UID]; ok {
 		prev = r.state

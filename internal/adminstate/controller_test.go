@@ -239,6 +239,48 @@ func TestControllerDeletedNodeMakesNoCall(t *testing.T) {
 	}
 }
 
+// TestControllerNodeDeletedDuringApply: a node deleted while its Down is
+// being written leaves no out-of-service record behind (it would otherwise
+// outlive the node and be reported for its replacement's name).
+func TestControllerNodeDeletedDuringApply(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	entered := make(chan struct{}, 16)
+	release := make(chan struct{})
+	f.onPut = func(string, string) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release // closed: no longer holds anything back
+	}
+	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e.run()
+	e.setTaints("n1", taintOOS)
+	<-entered // a PUT for n1 is in flight
+	e.deleteNode("n1")
+	poll(t, waitFor, "n1 forgotten", func() bool {
+		e.c.mu.Lock()
+		defer e.c.mu.Unlock()
+		_, ok := e.c.uids["n1"]
+		return !ok
+	})
+	close(release)
+	barrier(t, e, f)
+	if _, ok := e.c.OutOfService()["n1"]; ok {
+		t.Error("deleted node n1 still reported out of service")
+	}
+	e.c.mu.Lock()
+	_, kept := e.c.states["u1"]
+	e.c.mu.Unlock()
+	if kept {
+		t.Error("deleted node's UID still recorded")
+	}
+	if n := len(e.events.Find("n1", EventReasonAdminStateDown)); n != 0 {
+		t.Errorf("%d Down events for a node deleted during the apply, want 0", n)
+	}
+}
+
 func TestControllerReplacementNodeDoesNotInheritDown(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
