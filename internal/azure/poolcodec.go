@@ -10,7 +10,7 @@ import (
 )
 
 // The backend pool codec encodes and decodes armnetwork.BackendAddressPool
-// with the same JSON the SDK reads and writes, about ten times faster.
+// with the same JSON the SDK reads and writes, 15 to 30 times faster.
 //
 // Why: the SDK's generated (un)marshalers go through a map of raw messages
 // at every level of nesting, so each byte of a pool entry is scanned about a
@@ -19,8 +19,9 @@ import (
 // a 2-core controller that CPU, not Azure, dominated an admin-state cutover.
 //
 // How: mirror types with json tags for the hot part (the pool, its
-// properties and its address entries) go through encoding/json directly;
-// the rarely filled, deeply nested fields (backendIPConfigurations,
+// properties and its address entries) are encoded with encoding/json and
+// decoded with go-json (see decodeWire), without per-level maps; the rarely
+// filled, deeply nested fields (backendIPConfigurations,
 // tunnelInterfaces) stay raw and are handed to the SDK's own codec. The
 // semantics are the SDK's: absent or null fields are nil, unknown fields are
 // ignored, nil pointers are omitted, nil slices are omitted and empty ones
