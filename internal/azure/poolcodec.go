@@ -83,20 +83,23 @@ type natPortWire struct {
 // encoding/json when that fails or panics: encoding/json has the last word
 // on what is an error, and its errors are the ones reported.
 func decodeWire(data []byte) (w poolWire, err error) {
-	fastOK := func() (ok bool) {
-		defer func() {
-			if recover() != nil {
-				ok = false
-			}
-		}()
-		return gojson.Unmarshal(data, &w) == nil
-	}()
-	if fastOK {
+	if fastDecodeWire(data, &w) {
 		return w, nil
 	}
 	w = poolWire{}
 	err = json.Unmarshal(data, &w)
 	return w, err
+}
+
+// fastDecodeWire decodes with go-json and reports whether it succeeded
+// (a panic counts as a failure).
+func fastDecodeWire(data []byte, w *poolWire) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return gojson.Unmarshal(data, w) == nil
 }
 
 // decodePool decodes a backend pool as the SDK would.
