@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/localservice"
 	"github.com/azlb/azlb/internal/provider"
 )
@@ -31,7 +32,8 @@ func startAdminState(ctx context.Context, c *provider.Cloud, f informers.SharedI
 		log.Info("Admin-state controller disabled by enableLoadBalancerAdminState=false")
 		return nil
 	}
-	mgr, err := adminstate.NewManager(c.Provider, c.Lock(), adminstate.ManagerOptions{SubscriptionID: c.Config.SubscriptionID, Source: "azlb-controller-manager"})
+	mgr, err := adminstate.NewManager(c.Store, adminstate.ManagerOptions{SubscriptionID: c.Config.SubscriptionID,
+		Source: "azlb-controller-manager", Policy: backendpool.PolicyFromConfig(c.Config)})
 	if err != nil {
 		return err
 	}
@@ -65,8 +67,7 @@ func startLocalServiceUpdater(ctx context.Context, c *provider.Cloud, f informer
 	}
 	u, err := localservice.NewUpdater(localservice.FromConfig(c.Config, localservice.Options{
 		Recorder:       rec,
-		Lock:           c.Lock(),
-		Pools:          c.Provider,
+		Store:          c.Store,
 		Nodes:          f.Core().V1().Nodes(),
 		Services:       f.Core().V1().Services(),
 		EndpointSlices: f.Discovery().V1().EndpointSlices(),
@@ -75,7 +76,6 @@ func startLocalServiceUpdater(ctx context.Context, c *provider.Cloud, f informer
 	if err != nil {
 		return err
 	}
-	c.SetLocalServices(u)
 	go func() {
 		if err := u.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "Local service backend pool updater stopped")

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/emulator"
 )
 
@@ -210,7 +211,8 @@ func BenchmarkIdle(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	mgr, err := adminstate.NewManager(env.prov, env.prov.Lock(), adminstate.ManagerOptions{SubscriptionID: emuSub, Source: b.Name()})
+	mgr, err := adminstate.NewManager(env.store, adminstate.ManagerOptions{SubscriptionID: emuSub, Source: b.Name(),
+		Policy: backendpool.PolicyFromConfig(env.cfg)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 || o.ResourceVersion != "" && o.ResourceVersion == n.ResourceVersion {
 		return // a resync: nothing changed
 	}
-	if o.UID != n.UID || !slices.Equal(OutOfServiceReasons(o), OutOfServiceReasons(n)) ||
+	if o.UID != n.UID || !slices.Equal(backendpool.OutOfServiceReasons(o), backendpool.OutOfServiceReasons(n)) ||
 		ipsKey(nodeIPs(o)) != ipsKey(nodeIPs(n)) {
 		c.queue.Add(n.Name)
 	}
@@ -318,7 +318,8 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 			continue
 		}
 		c.adopt(node)
-		targets = append(targets, Target{Node: node.Name, UID: node.UID, IPs: nodeIPs(node), State: DesiredState(node)})
+		targets = append(targets, Target{Node: node.Name, UID: node.UID, IPs: nodeIPs(node), State: backendpool.DesiredState(node),
+			Pooled: c.mgr.Pooled(node)})
 		nodes = append(nodes, node)
 	}
 	if len(targets) == 0 {
@@ -339,7 +340,7 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 			continue
 		}
 		c.queue.Forget(node.Name)
-		reasons := OutOfServiceReasons(node)
+		reasons := backendpool.OutOfServiceReasons(node)
 		if !c.record(node, t.State, reasons) {
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/lbstore"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -25,7 +27,7 @@ func clusterNodes() []runtime.Object {
 
 // n1Down reports whether every pool entry of n1 has the state.
 func n1Is(f *fakeARM, s State) bool {
-	for _, p := range append(allPools(), PoolRef{"lb-b", "default-web"}) {
+	for _, p := range append(allPools(), lbstore.PoolRef{LoadBalancer: "lb-b", Pool: "default-web"}) {
 		ip := "10.0.0.1"
 		if p.Pool == "kubernetes-IPv6" {
 			ip = "fd00::1"
@@ -63,7 +65,7 @@ func TestControllerTaintTransitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeARM(t)
 			clusterLayout(f)
-			e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+			e := newCtrlEnv(t, f, nil, clusterNodes()...)
 			e.run()
 			// Startup verifies every node (GETs only).
 			poll(t, waitFor, "startup verification", func() bool { g, _ := f.counts(); return g > 0 && e.c.queue.Len() == 0 })
@@ -115,7 +117,7 @@ func TestControllerTaintTransitions(t *testing.T) {
 func TestControllerPartialTaintRemovalKeepsDown(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	e.setTaints("n1", taintOOS, taintShutdown)
 	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
@@ -128,7 +130,7 @@ func TestControllerPartialTaintRemovalKeepsDown(t *testing.T) {
 	if _, p := f.counts(); p != puts+6 {
 		t.Errorf("puts %d -> %d, want only the barrier's 6", puts, p)
 	}
-	if got := e.c.OutOfService()["n1"]; len(got) != 1 || got[0] != TaintShutdown {
+	if got := e.c.OutOfService()["n1"]; len(got) != 1 || got[0] != backendpool.TaintShutdown {
 		t.Errorf("reasons = %v, want [shutdown]", got)
 	}
 }
@@ -136,7 +138,7 @@ func TestControllerPartialTaintRemovalKeepsDown(t *testing.T) {
 func TestControllerCoalescesPendingNodes(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	// The initial list queued every node: one batch, one lock, GETs only.
 	if n := e.c.queue.Len(); n != 3 {
 		t.Fatalf("queue length after sync = %d, want 3", n)
@@ -144,8 +146,8 @@ func TestControllerCoalescesPendingNodes(t *testing.T) {
 	if !e.c.processNextWorkItem(e.ctx) {
 		t.Fatal("queue shut down")
 	}
-	if f.lock.lockCount() != 1 || e.c.queue.Len() != 0 {
-		t.Fatalf("initial batch: locks %d, queue %d; want 1 and 0", f.lock.lockCount(), e.c.queue.Len())
+	if obs, _ := opMetric(t, e.mgr.source); obs != 1 || e.c.queue.Len() != 0 {
+		t.Fatalf("initial batch: applies %d, queue %d; want 1 and 0", obs, e.c.queue.Len())
 	}
 	if g, p := f.counts(); g != 7 || p != 0 {
 		t.Fatalf("initial batch: gets %d puts %d, want 7 and 0", g, p)
@@ -165,8 +167,8 @@ func TestControllerCoalescesPendingNodes(t *testing.T) {
 	if !n1Is(f, down) || f.state("lb-b", "kubernetes-IPv6", "fd00::2") != down {
 		t.Error("not every node Down")
 	}
-	if f.lock.lockCount() != 2 {
-		t.Errorf("lock taken %d times, want 2", f.lock.lockCount())
+	if obs, _ := opMetric(t, e.mgr.source); obs != 2 {
+		t.Errorf("applies = %d, want 2 (one per batch)", obs)
 	}
 	if len(e.events.Find("n1", EventReasonAdminStateDown)) != 1 || len(e.events.Find("n2", EventReasonAdminStateDown)) != 1 {
 		t.Error("missing Down events")
@@ -184,7 +186,7 @@ func TestControllerBackoffOnFailure(t *testing.T) {
 		}
 		return nil
 	}
-	e := newCtrlEnv(t, f, f.lock, clk, clusterNodes()...)
+	e := newCtrlEnv(t, f, clk, clusterNodes()...)
 	e.c.processNextWorkItem(e.ctx) // initial verification
 	e.setTaints("n1", taintOOS)
 	poll(t, waitFor, "n1 queued", func() bool { return e.c.queue.Len() == 1 })
@@ -228,7 +230,7 @@ func TestControllerBackoffOnFailure(t *testing.T) {
 func TestControllerDeletedNodeMakesNoCall(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	e.setTaints("n1", taintOOS)
 	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
@@ -256,7 +258,7 @@ func TestControllerNodeDeletedDuringApply(t *testing.T) {
 		}
 		<-release // closed: no longer holds anything back
 	}
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	e.setTaints("n1", taintOOS)
 	<-entered // a PUT for n1 is in flight
@@ -286,7 +288,7 @@ func TestControllerNodeDeletedDuringApply(t *testing.T) {
 func TestControllerReplacementNodeDoesNotInheritDown(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	e.setTaints("n1", taintSpot)
 	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
@@ -321,13 +323,13 @@ func TestControllerRestartVerifiesWithoutWrites(t *testing.T) {
 	f.addPool("lb-b", "default-web", addr{"n1", "10.0.0.1", down})
 	objs := clusterNodes()
 	objs[0] = node("n1", "u1", n1IPs, taintSpot)
-	e := newCtrlEnv(t, f, f.lock, nil, objs...)
+	e := newCtrlEnv(t, f, nil, objs...)
 	e.run()
 	poll(t, waitFor, "Down reported", func() bool { return len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
 	if _, puts := f.counts(); puts != 0 {
 		t.Errorf("restart wrote %d pools, want 0", puts)
 	}
-	if got := e.c.OutOfService()["n1"]; len(got) != 1 || got[0] != TaintDraining {
+	if got := e.c.OutOfService()["n1"]; len(got) != 1 || got[0] != backendpool.TaintDraining {
 		t.Errorf("out-of-service set after restart: %v", e.c.OutOfService())
 	}
 }
@@ -336,7 +338,7 @@ func TestControllerRestartRestoresNoneForClearedNode(t *testing.T) {
 	f := newFakeARM(t)
 	// The taint was removed while no controller ran.
 	f.addPool("lb-a", "kubernetes", addr{"n1", "10.0.0.1", down})
-	e := newCtrlEnv(t, f, f.lock, nil, node("n1", "u1", []string{"10.0.0.1"}))
+	e := newCtrlEnv(t, f, nil, node("n1", "u1", []string{"10.0.0.1"}))
 	e.run()
 	poll(t, waitFor, "n1 restored", func() bool { return f.state("lb-a", "kubernetes", "10.0.0.1") == none })
 }
@@ -352,7 +354,7 @@ func TestControllerWarningThenRecovery(t *testing.T) {
 		}
 		return nil
 	}
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	e.setTaints("n1", taintOOS)
 	poll(t, waitFor, "n1 Down after retries", func() bool { return n1Is(f, down) && len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
@@ -368,7 +370,7 @@ func TestControllerWarningThenRecovery(t *testing.T) {
 func TestControllerIgnoresIrrelevantUpdates(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	old := node("n1", "u1", n1IPs)
 	for _, tc := range []struct {
 		name    string
@@ -401,7 +403,7 @@ func TestControllerMassEventWaitsForTheBurstWindow(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, clk, clusterNodes()...)
+	e := newCtrlEnv(t, f, clk, clusterNodes()...)
 	if !e.c.processNextWorkItem(e.ctx) { // the initial verification batch
 		t.Fatal("queue shut down")
 	}

@@ -94,14 +94,11 @@ type ctrlEnv struct {
 
 // newCtrlEnv builds the controller over the objects and starts the
 // informers (not the workers). clk nil: the real clock.
-func newCtrlEnv(t testing.TB, backend Backend, lock Locker, clk clock.WithTicker, objs ...runtime.Object) *ctrlEnv {
+func newCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, objs ...runtime.Object) *ctrlEnv {
 	t.Helper()
 	kube := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	mgr, err := NewManager(backend, lock, ManagerOptions{SubscriptionID: "sub", Source: uniqueSource(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := newTestManager(t, f)
 	ev := &eventLog{}
 	c, err := NewController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), mgr, ev, clk)
 	if err != nil {

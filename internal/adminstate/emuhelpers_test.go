@@ -19,10 +19,12 @@ import (
 
 	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
-	"github.com/azlb/azlb/internal/provider"
+	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 const (
@@ -42,7 +44,7 @@ type emuEnv struct {
 	emu     *emulator.Emulator
 	cfg     *config.Config
 	clients *azure.Clients
-	prov    *provider.Provider
+	store   *lbstore.Store
 	lbs     []string
 }
 
@@ -68,11 +70,8 @@ func newEmuEnv(t testing.TB, eo emulator.Options, lbs ...string) *emuEnv {
 		t.Fatalf("NewClients: %v", err)
 	}
 	t.Cleanup(clients.Close)
-	prov, err := provider.New(provider.Options{Config: env.Config, Clients: clients})
-	if err != nil {
-		t.Fatalf("provider: %v", err)
-	}
-	return &emuEnv{t: t, srv: env.Server, emu: env.Emulator(), cfg: env.Config, clients: clients, prov: prov, lbs: lbs}
+	store := testutil.StartStore(t, lbstore.Options{Config: env.Config, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	return &emuEnv{t: t, srv: env.Server, emu: env.Emulator(), cfg: env.Config, clients: clients, store: store, lbs: lbs}
 }
 
 func (env *emuEnv) vnetID() string {
@@ -243,7 +242,8 @@ func (env *emuEnv) runController(t testing.TB, objs ...runtime.Object) *ctrl {
 	source := adminstate.UniqueSource(t)
 	kube := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	mgr, err := adminstate.NewManager(env.prov, env.prov.Lock(), adminstate.ManagerOptions{SubscriptionID: emuSub, Source: source})
+	mgr, err := adminstate.NewManager(env.store, adminstate.ManagerOptions{SubscriptionID: emuSub, Source: source,
+		Policy: backendpool.PolicyFromConfig(env.cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,9 +320,9 @@ func (c *ctrl) nodeUpdates() int {
 }
 
 var (
-	taintOOS      = v1.Taint{Key: adminstate.TaintOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute}
-	taintShutdown = v1.Taint{Key: adminstate.TaintShutdown, Effect: v1.TaintEffectNoSchedule}
-	taintSpot     = v1.Taint{Key: adminstate.TaintDraining, Value: adminstate.TaintDrainingSpotEviction, Effect: v1.TaintEffectNoSchedule}
+	taintOOS      = v1.Taint{Key: backendpool.TaintOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute}
+	taintShutdown = v1.Taint{Key: backendpool.TaintShutdown, Effect: v1.TaintEffectNoSchedule}
+	taintSpot     = v1.Taint{Key: backendpool.TaintDraining, Value: backendpool.TaintDrainingSpotEviction, Effect: v1.TaintEffectNoSchedule}
 	taintCordon   = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 )
 

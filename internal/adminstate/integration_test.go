@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/emulator"
 )
 
@@ -115,7 +116,7 @@ func TestEmulatorPreemptScheduledFlow(t *testing.T) {
 	if _, err := c.kube.CoreV1().Events("default").Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, waitFor, "spot-eviction taint", func() bool { return c.hasTaint(t, n.name, adminstate.TaintDraining) })
+	poll(t, waitFor, "spot-eviction taint", func() bool { return c.hasTaint(t, n.name, backendpool.TaintDraining) })
 	poll(t, waitFor, "Down on every pool", func() bool { return env.allAre(n, down) })
 	poll(t, waitFor, "Down event", func() bool { return len(c.events.Find(n.name, adminstate.EventReasonAdminStateDown)) == 1 })
 
@@ -213,7 +214,8 @@ func TestEmulatorFaultsDuringUpdate(t *testing.T) {
 	}{
 		{"412 retried within the apply", emulator.Fault{Status: http.StatusPreconditionFailed, Count: 1}, false},
 		{"409 retried within the apply", emulator.Fault{Status: http.StatusConflict, Code: "AnotherOperationInProgress", Count: 1}, false},
-		{"two 412s fail the apply, the queue retries", emulator.Fault{Status: http.StatusPreconditionFailed, Count: 2}, true},
+		{"two 412s retried within the apply", emulator.Fault{Status: http.StatusPreconditionFailed, Count: 2}, false},
+		{"three 412s fail the apply, the queue retries", emulator.Fault{Status: http.StatusPreconditionFailed, Count: 3}, true},
 		{"429 waits for Retry-After", emulator.Fault{Status: http.StatusTooManyRequests, Code: "SubscriptionRequestsThrottled", RetryAfter: "1", Count: 1}, true},
 	}
 	for _, tc := range tests {

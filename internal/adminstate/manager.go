@@ -10,12 +10,14 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/metrics"
 )
 
@@ -27,6 +29,8 @@ type ManagerOptions struct {
 	// defaults to azure.DefaultSource.
 	SubscriptionID string
 	Source         string
+	// Policy is the pool-entry policy (which nodes belong in pools).
+	Policy backendpool.Policy
 }
 
 // Target is the admin state one node's backend entries must have.
@@ -41,13 +45,17 @@ type Target struct {
 	IPs []string
 	// State is None, Down or Up.
 	State State
+	// Pooled: the pool-entry policy puts the node in backend pools
+	// (backendpool.Policy.Pooled). Finding such a node in no pool is
+	// checked against Azure before it counts as done.
+	Pooled bool
 }
 
 // Result is the outcome of one Target.
 type Result struct {
 	// Pools hold at least one address of the node (sorted). Empty when
 	// Skipped.
-	Pools []PoolRef
+	Pools []lbstore.PoolRef
 	// Changed counts the node's entries whose admin state was written.
 	Changed int
 	// Skipped: the same state was last applied successfully for the same
@@ -58,14 +66,14 @@ type Result struct {
 	Err error
 }
 
-// Manager sets the admin state of backend pool entries. All Azure calls of
-// one apply happen under the service-reconcile lock: it resolves the pools
-// holding the addresses (Backend.PoolsWithAddresses), invalidates the cache
-// of each load balancer it touches, GETs every pool afresh (in parallel),
-// changes the matching entries and PUTs each changed pool once, all pools in
-// parallel (see applyLB for If-Match and how the pools of one load balancer,
-// which share its etag, are kept safe). A 412 or 409 is retried once with a
-// fresh GET.
+// Manager sets the admin state of backend pool entries through the store:
+// it resolves the pools holding the addresses (lbstore.Store.PoolsWith, from
+// the store's coherent cache), then has the store read every such pool
+// afresh, change the matching entries and write each changed pool once, all
+// pools in parallel (the store's conflict policy applies). A node that the
+// pool-entry policy puts in pools but that the cache places in none is
+// looked up again in Azure before the Manager concludes there is nothing to
+// do.
 //
 // It remembers, per node UID, the last state applied successfully, so
 // applying the same state again costs no ARM call. A new Manager (a restart)
@@ -73,11 +81,11 @@ type Result struct {
 //
 // Manager is safe for concurrent use.
 type Manager struct {
-	backend Backend
-	lock    Locker
-	clock   clock.PassiveClock
-	sub     string
-	source  string
+	store  *lbstore.Store
+	policy backendpool.Policy
+	clock  clock.PassiveClock
+	sub    string
+	source string
 
 	mu      sync.Mutex
 	applied map[types.UID]appliedState
@@ -88,13 +96,10 @@ type appliedState struct {
 	ips   string
 }
 
-// NewManager builds a Manager. backend and lock are required.
-func NewManager(backend Backend, lock Locker, opts ManagerOptions) (*Manager, error) {
-	if backend == nil {
-		return nil, errors.New("adminstate: NewManager: backend is required")
-	}
-	if lock == nil {
-		return nil, errors.New("adminstate: NewManager: lock is required")
+// NewManager builds a Manager. store is required.
+func NewManager(store *lbstore.Store, opts ManagerOptions) (*Manager, error) {
+	if store == nil {
+		return nil, errors.New("adminstate: NewManager: store is required")
 	}
 	clk := opts.Clock
 	if clk == nil {
@@ -104,8 +109,14 @@ func NewManager(backend Backend, lock Locker, opts ManagerOptions) (*Manager, er
 	if src == "" {
 		src = azure.DefaultSource
 	}
-	return &Manager{backend: backend, lock: lock, clock: clk, sub: opts.SubscriptionID, source: src,
+	return &Manager{store: store, policy: opts.Policy, clock: clk, sub: opts.SubscriptionID, source: src,
 		applied: map[types.UID]appliedState{}}, nil
+}
+
+// Pooled reports whether the pool-entry policy puts the node in backend
+// pools of either family.
+func (m *Manager) Pooled(n *v1.Node) bool {
+	return m.policy.Pooled(n, v1.IPv4Protocol) || m.policy.Pooled(n, v1.IPv6Protocol)
 }
 
 // Forget drops what the Manager remembers about a node UID (call it when
@@ -142,7 +153,7 @@ func (m *Manager) Apply(ctx context.Context, desired map[string]State) error {
 	if len(want) == 0 {
 		return nil
 	}
-	outcomes, err := m.apply(ctx, want)
+	outcomes, err := m.apply(ctx, want, lbstore.Cached)
 	if err != nil {
 		return err
 	}
@@ -203,7 +214,26 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 	var outcomes []poolOutcome
 	var resolveErr error
 	if len(want) > 0 {
-		outcomes, resolveErr = m.apply(ctx, want)
+		outcomes, resolveErr = m.apply(ctx, want, lbstore.Cached)
+	}
+	if resolveErr == nil {
+		// A node that belongs in pools but was found in none: the cache may
+		// not know a pool yet (or Azure changed outside azlb). Look again in
+		// Azure before concluding there is nothing to do.
+		again := map[string]State{}
+		for i, t := range targets {
+			if active[i] && t.Pooled && !foundIn(outcomes, t.IPs) {
+				for _, ip := range t.IPs {
+					if ip = backendpool.CanonicalIP(ip); claim[ip] == i {
+						again[ip] = want[ip]
+					}
+				}
+			}
+		}
+		if len(again) > 0 {
+			more, err := m.apply(ctx, again, lbstore.FromAzure)
+			outcomes, resolveErr = append(outcomes, more...), err
+		}
 	}
 	for i, t := range targets {
 		if !active[i] {
@@ -240,6 +270,20 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 	return results
 }
 
+// foundIn reports whether an outcome's pool holds one of the addresses.
+func foundIn(outcomes []poolOutcome, ips []string) bool {
+	mine := map[string]bool{}
+	for _, ip := range ips {
+		mine[backendpool.CanonicalIP(ip)] = true
+	}
+	for _, o := range outcomes {
+		if o.holdsAny(mine) {
+			return true
+		}
+	}
+	return false
+}
+
 func ipsKey(ips []string) string {
 	c := make([]string, 0, len(ips))
 	for _, ip := range ips {
@@ -270,7 +314,7 @@ func (m *Manager) remember(uid types.UID, s State, ips string) {
 
 // poolOutcome is what happened to one pool in an apply.
 type poolOutcome struct {
-	ref PoolRef
+	ref lbstore.PoolRef
 	// known: the pool was read, so found is the set of desired addresses
 	// it holds. An unknown pool's error concerns every target.
 	known   bool
@@ -294,18 +338,15 @@ func (o *poolOutcome) countChanged(ips map[string]bool) int {
 	return n
 }
 
-// apply runs one locked apply of want (canonical IP -> state). The error is
-// a resolution failure (no pool was touched); pool failures are in the
-// outcomes.
-func (m *Manager) apply(ctx context.Context, want map[string]State) ([]poolOutcome, error) {
+// apply runs one apply of want (canonical IP -> state), resolving pools
+// from src. The error is a resolution failure (no pool was touched); pool
+// failures are in the outcomes.
+func (m *Manager) apply(ctx context.Context, want map[string]State, src lbstore.Source) ([]poolOutcome, error) {
 	log := klog.FromContext(ctx)
-	rg := m.backend.ResourceGroup()
+	rg := m.store.ResourceGroup()
 	mc := metrics.NewMetricContextWithClock(m.clock, MetricPrefix, MetricRequestUpdate, rg, m.sub, m.source).WithContext(ctx)
 
-	m.lock.Lock(LockCaller)
-	outcomes, err := m.applyLocked(ctx, rg, want)
-	m.lock.Unlock()
-
+	outcomes, err := m.update(ctx, want, src)
 	failed := err != nil
 	writes := 0
 	for _, o := range outcomes {
@@ -322,143 +363,45 @@ func (m *Manager) apply(ctx context.Context, want map[string]State) ([]poolOutco
 	return outcomes, nil
 }
 
-func (m *Manager) applyLocked(ctx context.Context, rg string, want map[string]State) ([]poolOutcome, error) {
+// update resolves the pools holding the addresses and has the store set the
+// admin states in all of them in one round.
+func (m *Manager) update(ctx context.Context, want map[string]State, src lbstore.Source) ([]poolOutcome, error) {
 	ips := make([]string, 0, len(want))
 	for ip := range want {
 		ips = append(ips, ip)
 	}
 	sort.Strings(ips)
-	refs, err := m.backend.PoolsWithAddresses(ctx, ips)
+	refs, err := m.store.PoolsWith(ctx, ips, src)
 	if err != nil {
 		return nil, fmt.Errorf("adminstate: resolve backend pools of %d addresses: %w", len(ips), err)
 	}
-	byLB := map[string][]PoolRef{}
-	var lbs []string
-	seen := map[PoolRef]bool{}
-	for _, r := range refs {
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		if _, ok := byLB[r.LoadBalancer]; !ok {
-			lbs = append(lbs, r.LoadBalancer)
-		}
-		byLB[r.LoadBalancer] = append(byLB[r.LoadBalancer], r)
+	if len(refs) == 0 {
+		return nil, nil
 	}
-	results := make([][]poolOutcome, len(lbs))
-	var wg sync.WaitGroup
-	for i, lb := range lbs {
-		wg.Go(func() { results[i] = m.applyLB(ctx, rg, lb, byLB[lb], want) })
-	}
-	wg.Wait()
-	var out []poolOutcome
-	for _, r := range results {
-		out = append(out, r...)
-	}
-	return out, nil
-}
-
-// applyLB updates the pools of one load balancer: parallel fresh GETs, then
-// parallel PUTs of the pools that changed.
-//
-// The pools of a load balancer share its etag, so a PUT of one changes the
-// etag the others were read at. A single changed pool is written with
-// If-Match (the etag read). Several are written concurrently without it:
-// with it, all but the first would fail 412, and writing them one after the
-// other costs a round trip each. What keeps them safe is what the design
-// relies on for every pool writer: the service-reconcile lock, held from
-// the GETs to the last PUT, keeps the Service reconcile and the local
-// service updater out. A write that conflicts anyway (412; or 409 because
-// ARM was still busy with a sibling's asynchronous write) is retried once
-// after the concurrent round, one pool at a time, with a fresh GET and
-// If-Match.
-func (m *Manager) applyLB(ctx context.Context, rg, lb string, pools []PoolRef, want map[string]State) []poolOutcome {
-	m.backend.InvalidateCache(lb)
-	defer m.backend.InvalidateCache(lb)
-	client := m.backend.BackendPools()
-	fetched := make([]*armnetwork.BackendAddressPool, len(pools))
-	getErrs := make([]error, len(pools))
-	var wg sync.WaitGroup
-	for i, ref := range pools {
-		wg.Go(func() { fetched[i], getErrs[i] = client.Get(ctx, rg, lb, ref.Pool) })
-	}
-	wg.Wait()
-
-	out := make([]poolOutcome, len(pools))
-	var writes []int
-	for i, ref := range pools {
+	out := make([]poolOutcome, len(refs))
+	edits := make([]lbstore.PoolEdit, len(refs))
+	for i, ref := range refs {
 		o := &out[i]
 		o.ref = ref
-		if err := getErrs[i]; err != nil {
-			if azure.Classify(err) == azure.ClassStale {
-				o.known = true // gone: nothing to update
-				continue
-			}
-			o.err = fmt.Errorf("backend pool %s: %w", ref, err)
-			continue
-		}
-		o.known = true
-		o.changed, o.found = setAdminState(fetched[i], want)
-		if len(o.changed) > 0 {
-			writes = append(writes, i)
-		}
+		edits[i] = lbstore.PoolEdit{Ref: ref, Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
+			o.changed, o.found = setAdminState(pool, want)
+			o.known = true
+			return len(o.changed) > 0, nil
+		}}
 	}
-	ifMatch := len(writes) == 1
-	conflicted := make([]bool, len(pools))
-	for _, i := range writes {
-		wg.Go(func() { conflicted[i] = m.putPool(ctx, rg, pools[i], fetched[i], ifMatch, &out[i]) })
-	}
-	wg.Wait()
-	for _, i := range writes {
-		if conflicted[i] {
-			m.retryPool(ctx, rg, pools[i], want, &out[i])
+	for i, r := range m.store.UpdatePools(ctx, LockCaller, edits, lbstore.PoolOptions{}) {
+		o := &out[i]
+		switch {
+		case r.Missing:
+			o.known, o.found, o.changed = true, nil, nil // gone: nothing to update
+		case r.Err != nil:
+			o.err = fmt.Errorf("backend pool %s: %w", o.ref, r.Err)
+			o.changed = nil
+		case r.Written:
+			o.written = true
+			klog.FromContext(ctx).V(2).Info("Set backend admin state", "loadBalancer", o.ref.LoadBalancer, "pool", o.ref.Pool,
+				"entries", len(o.changed))
 		}
 	}
-	return out
-}
-
-// putPool writes a changed pool and records the outcome; it reports whether
-// the write failed with a conflict (412 or 409), which retryPool may fix.
-func (m *Manager) putPool(ctx context.Context, rg string, ref PoolRef, pool *armnetwork.BackendAddressPool, ifMatch bool, o *poolOutcome) bool {
-	etag := ""
-	if ifMatch && pool.Etag != nil {
-		etag = *pool.Etag
-	}
-	_, err := m.backend.BackendPools().CreateOrUpdate(ctx, rg, ref.LoadBalancer, ref.Pool, *pool, etag)
-	if err == nil {
-		o.written, o.err = true, nil
-		klog.FromContext(ctx).V(2).Info("Set backend admin state", "loadBalancer", ref.LoadBalancer, "pool", ref.Pool,
-			"entries", len(o.changed))
-		return false
-	}
-	o.changed = nil
-	class := azure.Classify(err)
-	if class == azure.ClassStale {
-		o.err = nil // the pool went away: nothing left to update
-		return false
-	}
-	o.err = fmt.Errorf("backend pool %s: %w", ref, err)
-	return class == azure.ClassConflict
-}
-
-// retryPool retries a conflicted pool once: a fresh GET, the admin states
-// set again, and a PUT with the etag just read.
-func (m *Manager) retryPool(ctx context.Context, rg string, ref PoolRef, want map[string]State, o *poolOutcome) {
-	klog.FromContext(ctx).V(2).Info("Backend pool write conflicted; retrying with a fresh read",
-		"loadBalancer", ref.LoadBalancer, "pool", ref.Pool, "err", o.err)
-	fresh, err := m.backend.BackendPools().Get(ctx, rg, ref.LoadBalancer, ref.Pool)
-	if err != nil {
-		if azure.Classify(err) == azure.ClassStale {
-			o.err = nil
-			return
-		}
-		o.err = errors.Join(o.err, fmt.Errorf("backend pool %s: %w", ref, err))
-		return
-	}
-	o.changed, o.found = setAdminState(fresh, want)
-	if len(o.changed) == 0 {
-		o.err = nil
-		return
-	}
-	m.putPool(ctx, rg, ref, fresh, true, o)
+	return out, nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/azlb/azlb/internal/lbstore"
 )
 
 const (
@@ -37,10 +39,10 @@ var (
 	n2IPs = []string{"10.0.0.2", "fd00::2"}
 )
 
-func allPools() []PoolRef {
-	var out []PoolRef
+func allPools() []lbstore.PoolRef {
+	var out []lbstore.PoolRef
 	for _, lb := range []string{"lb-a", "lb-a-internal", "lb-b"} {
-		out = append(out, PoolRef{lb, "kubernetes"}, PoolRef{lb, "kubernetes-IPv6"})
+		out = append(out, lbstore.PoolRef{LoadBalancer: lb, Pool: "kubernetes"}, lbstore.PoolRef{LoadBalancer: lb, Pool: "kubernetes-IPv6"})
 	}
 	return out
 }
@@ -53,7 +55,7 @@ func TestManagerResolvesEveryPoolOfTheNode(t *testing.T) {
 	if res[0].Err != nil {
 		t.Fatal(res[0].Err)
 	}
-	want := append(allPools(), PoolRef{"lb-b", "default-web"})
+	want := append(allPools(), lbstore.PoolRef{LoadBalancer: "lb-b", Pool: "default-web"})
 	for _, p := range want {
 		ip := "10.0.0.1"
 		if p.Pool == "kubernetes-IPv6" {
@@ -76,30 +78,9 @@ func TestManagerResolvesEveryPoolOfTheNode(t *testing.T) {
 	if gets != 7 || puts != 7 {
 		t.Errorf("gets=%d puts=%d, want 7 and 7 (one GET per pool, no 412 between pools of one load balancer)", gets, puts)
 	}
-	if f.unlocked != 0 {
-		t.Errorf("%d ARM calls without the service-reconcile lock", f.unlocked)
-	}
-	if got := f.lock.callers; !slices.Equal(got, []string{LockCaller}) {
-		t.Errorf("lock callers %v, want [%s]", got, LockCaller)
-	}
-	for _, lb := range []string{"lb-a", "lb-b", "lb-a-internal"} {
-		if n := countOf(f.invalidated, lb); n != 2 {
-			t.Errorf("cache of %s invalidated %d times, want 2 (before and after the writes)", lb, n)
-		}
-	}
 	if obs, fails := opMetric(t, m.source); obs != 1 || fails != 0 {
 		t.Errorf("operation metric: observed %d failures %v, want 1 and 0", obs, fails)
 	}
-}
-
-func countOf(s []string, v string) int {
-	n := 0
-	for _, x := range s {
-		if x == v {
-			n++
-		}
-	}
-	return n
 }
 
 func TestManagerTransitions(t *testing.T) {
@@ -168,9 +149,6 @@ func TestManagerCoalescesNodesIntoOnePutPerPool(t *testing.T) {
 	if res[1].Changed != 6 || len(res[1].Pools) != 6 {
 		t.Errorf("n2 result: pools %v changed %d, want 6 and 6", res[1].Pools, res[1].Changed)
 	}
-	if f.lock.lockCount() != 1 {
-		t.Errorf("lock taken %d times, want once per batch", f.lock.lockCount())
-	}
 }
 
 func TestManagerLastAppliedCache(t *testing.T) {
@@ -184,12 +162,13 @@ func TestManagerLastAppliedCache(t *testing.T) {
 	}
 	gets, puts := f.counts()
 
-	// Same state, same UID: no ARM call, no lock.
+	// Same state, same UID: no ARM call.
+	calls := len(f.Calls())
 	if r := m.ApplyNodes(ctx, []Target{n1}); r[0].Err != nil || !r[0].Skipped {
 		t.Fatalf("repeat apply: %+v, want skipped", r[0])
 	}
-	if g, p := f.counts(); g != gets || p != puts || f.lock.lockCount() != 1 {
-		t.Errorf("repeat apply made calls: gets %d->%d puts %d->%d locks %d", gets, g, puts, p, f.lock.lockCount())
+	if n := len(f.Calls()); n != calls {
+		t.Errorf("repeat apply made %d calls", n-calls)
 	}
 
 	// A replacement node (new UID) with the same addresses is verified.
@@ -239,7 +218,7 @@ func TestManagerWritesPoolsOfOneLoadBalancerTogether(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
 	f.addPool("lb-solo", "kubernetes", addr{"n1", "10.0.0.1", ""})
-	soloEtag := f.lbs["lb-solo"].etag
+	soloEtag := f.etag("lb-solo")
 	arrived := make(chan string, 2)
 	release := make(chan struct{})
 	var (
@@ -267,12 +246,12 @@ func TestManagerWritesPoolsOfOneLoadBalancerTogether(t *testing.T) {
 	if !overlapped {
 		t.Error("the two pools of lb-a were not written concurrently")
 	}
-	for _, p := range append(allPools(), PoolRef{"lb-b", "default-web"}) {
-		if got := f.ifMatch[p.String()]; !slices.Equal(got, []string{""}) {
+	for _, p := range append(allPools(), lbstore.PoolRef{LoadBalancer: "lb-b", Pool: "default-web"}) {
+		if got := f.ifMatch(p.String()); !slices.Equal(got, []string{""}) {
 			t.Errorf("%s: If-Match %q, want one PUT without it", p, got)
 		}
 	}
-	if got := f.ifMatch["lb-solo/kubernetes"]; !slices.Equal(got, []string{soloEtag}) {
+	if got := f.ifMatch("lb-solo/kubernetes"); !slices.Equal(got, []string{soloEtag}) {
 		t.Errorf("lb-solo/kubernetes: If-Match %q, want [%s]", got, soloEtag)
 	}
 	if gets, puts := f.counts(); gets != 8 || puts != 8 {
@@ -289,9 +268,10 @@ func TestManagerConflicts(t *testing.T) {
 		wantErr  bool
 		wantPuts int
 	}{
-		{"412 retried once with a fresh GET", 1, http.StatusPreconditionFailed, "PreconditionFailed", false, 2},
-		{"409 retried once", 1, http.StatusConflict, "AnotherOperationInProgress", false, 2},
-		{"two 412s fail the pool", 2, http.StatusPreconditionFailed, "PreconditionFailed", true, 2},
+		{"412 retried with a fresh GET", 1, http.StatusPreconditionFailed, "PreconditionFailed", false, 2},
+		{"409 retried", 1, http.StatusConflict, "AnotherOperationInProgress", false, 2},
+		{"two 412s retried", 2, http.StatusPreconditionFailed, "PreconditionFailed", false, 3},
+		{"three 412s fail the pool", 3, http.StatusPreconditionFailed, "PreconditionFailed", true, 3},
 		{"429 is not retried here", 1, http.StatusTooManyRequests, "TooManyRequests", true, 1},
 		{"500 is not retried here", 1, http.StatusInternalServerError, "InternalServerError", true, 1},
 	}
@@ -320,7 +300,7 @@ func TestManagerConflicts(t *testing.T) {
 			if n := f.putsOf("lb-a", "kubernetes"); n != tc.wantPuts {
 				t.Errorf("PUTs on lb-a/kubernetes = %d, want %d", n, tc.wantPuts)
 			}
-			if im := f.ifMatch["lb-a/kubernetes"]; len(im) == 2 && im[1] == "" {
+			if im := f.ifMatch("lb-a/kubernetes"); len(im) >= 2 && im[len(im)-1] == "" {
 				t.Errorf("the retry after a conflict has no If-Match (%q)", im)
 			}
 			// The other pools are written regardless.
@@ -421,9 +401,15 @@ func TestManagerResolveError(t *testing.T) {
 	if g, p := f.counts(); g+p != 0 {
 		t.Errorf("pool calls after a resolution failure: %d", g+p)
 	}
+	f.mu.Lock()
+	f.resolveErr = nil
+	f.mu.Unlock()
 	if _, fails := opMetric(t, m.source); fails != 1 {
 		t.Errorf("failure metric = %v, want 1", fails)
 	}
+	f.mu.Lock()
+	f.resolveErr = errors.New("boom")
+	f.mu.Unlock()
 	if err := m.Apply(context.Background(), map[string]State{"10.0.0.1": down}); !errContains(err, "boom") {
 		t.Errorf("Apply err = %v", err)
 	}
@@ -498,13 +484,10 @@ func TestManagerApplyByAddress(t *testing.T) {
 
 func TestNewManagerValidation(t *testing.T) {
 	f := newFakeARM(t)
-	if _, err := NewManager(nil, f.lock, ManagerOptions{}); err == nil {
-		t.Error("nil backend accepted")
+	if _, err := NewManager(nil, ManagerOptions{}); err == nil {
+		t.Error("nil store accepted")
 	}
-	if _, err := NewManager(f, nil, ManagerOptions{}); err == nil {
-		t.Error("nil lock accepted")
-	}
-	m, err := NewManager(f, f.lock, ManagerOptions{})
+	m, err := NewManager(f.store, ManagerOptions{})
 	if err != nil || m.source == "" || m.clock == nil {
 		t.Errorf("defaults: %v %+v", err, m)
 	}
@@ -518,8 +501,8 @@ func TestManagerNodeWithoutAddresses(t *testing.T) {
 	if r[0].Err != nil || len(r[0].Pools) != 0 {
 		t.Fatalf("%+v", r[0])
 	}
-	if f.lock.lockCount() != 0 {
-		t.Error("took the lock for a node without addresses")
+	if n := len(f.Calls()); n != 0 {
+		t.Errorf("%d ARM calls for a node without addresses", n)
 	}
 }
 
@@ -542,5 +525,43 @@ func TestManagerLargeBatch(t *testing.T) {
 	}
 	if g, p := f.counts(); g != 1 || p != 1 {
 		t.Errorf("gets %d puts %d, want 1 and 1", g, p)
+	}
+}
+
+// A node the pool-entry policy puts in pools but that the cache places in
+// none (a pool written outside azlb, or a read the cache has not seen) is
+// looked up again in Azure: the Manager never reports "Down on 0 pools"
+// for a node that is in fact in rotation.
+func TestManagerLooksAgainInAzureForAPooledNodeFoundNowhere(t *testing.T) {
+	f := newFakeARM(t)
+	f.addPool("lb-a", "kubernetes", addr{"n2", "10.0.0.2", ""})
+	m := newTestManager(t, f)
+	ctx := context.Background()
+	// Warm the cache: n1 is in no pool yet.
+	if refs, err := f.store.PoolsWith(ctx, []string{"10.0.0.1"}, lbstore.Cached); err != nil || len(refs) != 0 {
+		t.Fatalf("PoolsWith = %v, %v", refs, err)
+	}
+	// n1 joins the pool behind the cache's back.
+	f.addPool("lb-a", "kubernetes", addr{"n1", "10.0.0.1", ""}, addr{"n2", "10.0.0.2", ""})
+
+	res := m.ApplyNodes(ctx, []Target{{Node: "n1", UID: "u1", IPs: []string{"10.0.0.1"}, State: down, Pooled: true}})
+	if res[0].Err != nil || len(res[0].Pools) != 1 || res[0].Changed != 1 {
+		t.Fatalf("result %+v, want Down on lb-a/kubernetes", res[0])
+	}
+	if got := f.state("lb-a", "kubernetes", "10.0.0.1"); got != down {
+		t.Errorf("n1 = %q, want Down", got)
+	}
+
+	// A node the policy keeps out of pools (Pooled false) found nowhere is
+	// done without looking again; a pooled one found nowhere even in Azure
+	// is done after one look.
+	f.ResetCalls()
+	res = m.ApplyNodes(ctx, []Target{{Node: "cp", UID: "ucp", IPs: []string{"10.0.0.9"}, State: down}})
+	if res[0].Err != nil || len(res[0].Pools) != 0 || len(f.Calls()) != 0 {
+		t.Errorf("unpooled node: %+v, calls %v", res[0], f.Calls())
+	}
+	res = m.ApplyNodes(ctx, []Target{{Node: "new", UID: "unew", IPs: []string{"10.0.0.8"}, State: down, Pooled: true}})
+	if res[0].Err != nil || len(res[0].Pools) != 0 || f.Count("lb.get", "") == 0 {
+		t.Errorf("pooled node in no pool: %+v, calls %v; want success after reading Azure", res[0], f.Calls())
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 // PreemptEventMaxAge is how old a PreemptScheduled occurrence may be and
@@ -185,7 +187,7 @@ func (c *Controller) syncSpot(ctx context.Context, name string) error {
 		}
 		if node, gerr := c.nodes.Get(name); gerr == nil {
 			c.recorder.Event(node, v1.EventTypeWarning, EventReasonSpotEvictionTaintFailed,
-				truncate(fmt.Sprintf("Adding taint %s=%s:%s failed: %v", TaintDraining, TaintDrainingSpotEviction, TaintEffectSpotEviction, err)))
+				truncate(fmt.Sprintf("Adding taint %s=%s:%s failed: %v", backendpool.TaintDraining, backendpool.TaintDrainingSpotEviction, TaintEffectSpotEviction, err)))
 		}
 		return fmt.Errorf("adminstate: taint node %s for spot eviction: %w", name, err)
 	}
@@ -193,7 +195,7 @@ func (c *Controller) syncSpot(ctx context.Context, name string) error {
 	if tainted != nil {
 		klog.FromContext(ctx).Info("Added the spot-eviction taint after a PreemptScheduled event", "node", name, "eventTime", sig.at)
 		c.recorder.Eventf(tainted, v1.EventTypeNormal, EventReasonSpotEvictionTainted,
-			"Added taint %s=%s:%s after a %s event", TaintDraining, TaintDrainingSpotEviction, TaintEffectSpotEviction, ReasonPreemptScheduled)
+			"Added taint %s=%s:%s after a %s event", backendpool.TaintDraining, backendpool.TaintDrainingSpotEviction, TaintEffectSpotEviction, ReasonPreemptScheduled)
 	}
 	return nil
 }
@@ -208,7 +210,7 @@ func (c *Controller) markHandled(uid types.UID, sig preemptSignal) {
 
 func hasSpotEvictionTaint(n *v1.Node) bool {
 	for _, t := range n.Spec.Taints {
-		if t.Key == TaintDraining && t.Value == TaintDrainingSpotEviction {
+		if t.Key == backendpool.TaintDraining && t.Value == backendpool.TaintDrainingSpotEviction {
 			return true
 		}
 	}
@@ -220,10 +222,10 @@ func hasSpotEvictionTaint(n *v1.Node) bool {
 // value (a node carries at most one taint per key and effect).
 func withSpotEvictionTaint(taints []v1.Taint) []v1.Taint {
 	for i, t := range taints {
-		if t.Key == TaintDraining && t.Effect == TaintEffectSpotEviction {
-			taints[i].Value = TaintDrainingSpotEviction
+		if t.Key == backendpool.TaintDraining && t.Effect == TaintEffectSpotEviction {
+			taints[i].Value = backendpool.TaintDrainingSpotEviction
 			return taints
 		}
 	}
-	return append(taints, v1.Taint{Key: TaintDraining, Value: TaintDrainingSpotEviction, Effect: TaintEffectSpotEviction})
+	return append(taints, v1.Taint{Key: backendpool.TaintDraining, Value: backendpool.TaintDrainingSpotEviction, Effect: TaintEffectSpotEviction})
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azlb/azlb/internal/backendpool"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,17 +20,19 @@ func spotBarrier(t *testing.T, e *ctrlEnv) {
 func TestSpotPreemptScheduledTaintsOnceAndGoesDown(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	ev := preemptEvent("n1.preempt", "n1", "u1", time.Now())
 	e.createEvent(ev)
 	poll(t, waitFor, "spot-eviction taint", func() bool { return e.hasSpotTaint("n1") })
 	poll(t, waitFor, "n1 Down", func() bool { return n1Is(f, down) })
+	// The event is recorded after the taint is written: wait for it.
+	poll(t, waitFor, "the taint event", func() bool { return len(e.events.Find("n1", EventReasonSpotEvictionTainted)) >= 1 })
 	if got := e.events.Find("n1", EventReasonSpotEvictionTainted); len(got) != 1 {
 		t.Errorf("taint events %v", got)
 	}
 	taints := e.getNode("n1").Spec.Taints
-	if len(taints) != 1 || taints[0].Effect != v1.TaintEffectNoSchedule || taints[0].Value != TaintDrainingSpotEviction {
+	if len(taints) != 1 || taints[0].Effect != v1.TaintEffectNoSchedule || taints[0].Value != backendpool.TaintDrainingSpotEviction {
 		t.Errorf("taints = %+v", taints)
 	}
 	updates := e.nodeUpdates()
@@ -56,7 +59,7 @@ func TestSpotIgnoresStaleAndForeignEvents(t *testing.T) {
 	objs[1].(*v1.Node).CreationTimestamp = metav1.NewTime(created)
 	// Listed at start: fresh, but from before this controller ran.
 	objs = append(objs, preemptEvent("listed", "n1", "u1", time.Now()))
-	e := newCtrlEnv(t, f, f.lock, nil, objs...)
+	e := newCtrlEnv(t, f, nil, objs...)
 	e.run()
 	for _, ev := range []*v1.Event{
 		preemptEvent("old", "n1", "u1", time.Now().Add(-PreemptEventMaxAge-time.Minute)),
@@ -90,7 +93,7 @@ func TestSpotRestartDoesNotRetaintClearedNode(t *testing.T) {
 	clusterLayout(f)
 	// Before the restart: the event tainted n1, then an operator cleared it.
 	objs := append(clusterNodes(), preemptEvent("n1.preempt", "n1", "u1", time.Now().Add(-5*time.Second)))
-	e := newCtrlEnv(t, f, f.lock, nil, objs...)
+	e := newCtrlEnv(t, f, nil, objs...)
 	e.run()
 	spotBarrier(t, e)
 	if e.hasSpotTaint("n1") {
@@ -101,7 +104,7 @@ func TestSpotRestartDoesNotRetaintClearedNode(t *testing.T) {
 func TestSpotRetaintsOnlyOnANewOccurrence(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	at := time.Now().Add(-10 * time.Second)
 	ev := preemptEvent("n1.preempt", "n1", "u1", at)
@@ -128,7 +131,7 @@ func TestSpotRetaintsOnlyOnANewOccurrence(t *testing.T) {
 func TestSpotTaintOnReplacementNode(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
-	e := newCtrlEnv(t, f, f.lock, nil, clusterNodes()...)
+	e := newCtrlEnv(t, f, nil, clusterNodes()...)
 	e.run()
 	e.createEvent(preemptEvent("a", "n1", "u1", time.Now()))
 	poll(t, waitFor, "taint", func() bool { return e.hasSpotTaint("n1") })
@@ -145,7 +148,7 @@ func TestSpotTaintOnReplacementNode(t *testing.T) {
 }
 
 func TestWithSpotEvictionTaint(t *testing.T) {
-	noExec := v1.Taint{Key: TaintDraining, Value: "x", Effect: v1.TaintEffectNoExecute}
+	noExec := v1.Taint{Key: backendpool.TaintDraining, Value: "x", Effect: v1.TaintEffectNoExecute}
 	tests := []struct {
 		name string
 		in   []v1.Taint

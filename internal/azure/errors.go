@@ -185,3 +185,13 @@ func IsMarkedRetriable(err error) bool {
 	var re *retriableError
 	return errors.As(err, &re)
 }
+
+// StatusCode returns the HTTP status of the ARM response error in err's
+// chain, or 0 when there is none.
+func StatusCode(err error) int {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re != nil {
+		return re.StatusCode
+	}
+	return 0
+}

@@ -1,11 +1,23 @@
 // Package backendpool is the one definition of what an IP-based backend
 // pool entry looks like and which nodes may be in a pool. The Service
-// reconcile (cluster pools), the local service updater (dedicated pools) and
-// the admin-state controller all write pools; sharing these functions is
-// what keeps them from undoing each other's writes.
+// reconcile (cluster pools and Local Service pools), the local service
+// updater and the admin-state controller all write pools; sharing one Policy
+// is what keeps them from undoing each other's writes.
 //
-// An entry is named after its node, holds the node's first InternalIP of the
-// pool's IP family, references the cluster's virtual network, and carries
-// the AdminState the node's taints call for (adminstate.DesiredState).
-// Entries are matched by IP address.
+// Contract:
+//
+//   - Policy is built once from azure.json (PolicyFromConfig): the virtual
+//     network entries reference, whether control-plane nodes are left out
+//     (excludeMasterFromStandardLB), and whether entries carry the admin
+//     state the node's taints call for (enableLoadBalancerAdminState).
+//   - An entry is named after its node, holds the node's first InternalIP of
+//     the pool's IP family, references the virtual network, and carries
+//     Policy.State(node). Entries are matched by IP address (CanonicalIP).
+//   - The taints that take a node out of rotation (DesiredState: Down) are
+//     node.kubernetes.io/out-of-service, node.cloudprovider.kubernetes.io/shutdown
+//     and cloudprovider.azure.microsoft.com/draining=spot-eviction.
+//   - A Local Service's pool holds the nodes running its ready endpoints
+//     (EndpointNodes, ReadyEndpointNodes).
+//
+// Everything here is pure, except EndpointNodes, which reads a lister.
 package backendpool

@@ -21,12 +21,12 @@ const (
 	TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
 )
 
-// Eligible reports whether a node may be in a backend pool: not being
+// eligible reports whether a node may be in a backend pool: not being
 // deleted, not tainted ToBeDeletedByClusterAutoscaler, not labelled
 // exclude-from-external-load-balancers (read as the service controller
 // does: present and not a parseable "false"), and, when excludeControlPlane,
 // not a control-plane node.
-func Eligible(n *v1.Node, excludeControlPlane bool) bool {
+func eligible(n *v1.Node, excludeControlPlane bool) bool {
 	if n == nil || !n.DeletionTimestamp.IsZero() {
 		return false
 	}
@@ -75,16 +75,10 @@ type Member struct {
 	AdminState armnetwork.LoadBalancerBackendAddressAdminState
 }
 
-// StateFunc gives the admin state a node's entries must have:
-// adminstate.DesiredState while enableLoadBalancerAdminState is on.
-type StateFunc func(*v1.Node) armnetwork.LoadBalancerBackendAddressAdminState
-
-// Members lists, sorted by name, the entries nodes give a pool of the
+// members lists, sorted by name, the entries nodes give a pool of the
 // family. Nodes without an InternalIP of the family are skipped; callers
-// filter eligibility first. Each entry's admin state comes from state; a nil
-// state (the feature turned off) makes every entry None, so turning the
-// feature off also restores tainted nodes.
-func Members(nodes []*v1.Node, family v1.IPFamily, state StateFunc) []Member {
+// filter eligibility first. Each entry's admin state comes from state.
+func members(nodes []*v1.Node, family v1.IPFamily, state func(*v1.Node) armnetwork.LoadBalancerBackendAddressAdminState) []Member {
 	out := make([]Member, 0, len(nodes))
 	for _, n := range nodes {
 		if n == nil {
@@ -94,11 +88,7 @@ func Members(nodes []*v1.Node, family v1.IPFamily, state StateFunc) []Member {
 		if ip == "" {
 			continue
 		}
-		st := armnetwork.LoadBalancerBackendAddressAdminStateNone
-		if state != nil {
-			st = state(n)
-		}
-		out = append(out, Member{Name: n.Name, IP: ip, AdminState: st})
+		out = append(out, Member{Name: n.Name, IP: ip, AdminState: state(n)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -110,11 +100,11 @@ type Diff struct {
 	Added, Removed, Updated, Members int
 }
 
-// Sync makes the pool hold exactly the members, each with its admin state
+// sync makes the pool hold exactly the members, each with its admin state
 // and the virtual network, matching entries by IP address. The pool is
 // modified only when something differs; an entry whose name, admin state or
 // virtual network differs is rewritten, one whose node is gone removed.
-func Sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Diff {
+func sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Diff {
 	if pool.Properties == nil {
 		pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
 	}

@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/config"
 )
 
 const vnet = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v"
@@ -40,19 +40,14 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 			n.Spec.Taints = []v1.Taint{{Key: backendpool.TaintToBeDeletedByClusterAutoscaler, Effect: v1.TaintEffectNoSchedule}}
 		}),
 		"shutdown": node("shutdown", []string{"10.0.0.9"}, func(n *v1.Node) {
-			n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintShutdown, Effect: v1.TaintEffectNoSchedule}}
+			n.Spec.Taints = []v1.Taint{{Key: backendpool.TaintShutdown, Effect: v1.TaintEffectNoSchedule}}
 		}),
 		"badip":    node("badip", []string{"not-an-ip", "10.0.0.10"}),
 		"included": node("included", []string{"10.0.0.11"}, func(n *v1.Node) { n.Labels[backendpool.LabelExcludeFromLB] = "false" }),
 	}
-	eligible := func(excludeCP bool) []*v1.Node {
-		var out []*v1.Node
-		for _, n := range nodes {
-			if backendpool.Eligible(n, excludeCP) {
-				out = append(out, n)
-			}
-		}
-		return out
+	all := make([]*v1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		all = append(all, n)
 	}
 	describe := func(ms []backendpool.Member) []string {
 		var out []string
@@ -73,7 +68,8 @@ func TestMembersEligibilityAndFamilies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := describe(backendpool.Members(eligible(!tc.includeCP), tc.family, adminstate.DesiredState)); !reflect.DeepEqual(got, tc.want) {
+			p := backendpool.Policy{VNetID: vnet, ExcludeControlPlane: !tc.includeCP, AdminState: true}
+			if got := describe(p.Members(all, tc.family)); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("members = %v, want %v", got, tc.want)
 			}
 		})
@@ -122,7 +118,7 @@ func TestSync(t *testing.T) {
 			if tc.name[:5] == "in sy" {
 				pool.Properties.LoadBalancerBackendAddresses[0].Properties.VirtualNetwork.ID = to.Ptr("/SUBSCRIPTIONS/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v")
 			}
-			d := backendpool.Sync(pool, want, vnet)
+			d := backendpool.Policy{VNetID: vnet}.Sync(pool, want)
 			if d != tc.diff {
 				t.Fatalf("diff = %+v, want %+v", d, tc.diff)
 			}
@@ -148,20 +144,56 @@ func TestSync(t *testing.T) {
 	}
 	// A pool without properties gets them.
 	p := &armnetwork.BackendAddressPool{}
-	if d := backendpool.Sync(p, nil, vnet); d.Changed || p.Properties == nil {
+	if d := (backendpool.Policy{VNetID: vnet}).Sync(p, nil); d.Changed || p.Properties == nil {
 		t.Fatalf("empty desired on a property-less pool: %+v", d)
 	}
 }
 
 func TestMembersWithoutAdminState(t *testing.T) {
 	n := node("tainted", []string{"10.0.0.1"}, func(n *v1.Node) {
-		n.Spec.Taints = []v1.Taint{{Key: adminstate.TaintOutOfService, Effect: v1.TaintEffectNoExecute}}
+		n.Spec.Taints = []v1.Taint{{Key: backendpool.TaintOutOfService, Effect: v1.TaintEffectNoExecute}}
 	})
-	if got := backendpool.Members([]*v1.Node{n}, v1.IPv4Protocol, nil); len(got) != 1 || got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateNone {
+	if got := (backendpool.Policy{AdminState: false}).Members([]*v1.Node{n}, v1.IPv4Protocol); len(got) != 1 || got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateNone {
 		t.Fatalf("with admin state disabled: %+v, want one None entry", got)
 	}
-	if got := backendpool.Members([]*v1.Node{n}, v1.IPv4Protocol, adminstate.DesiredState); got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateDown {
+	if got := (backendpool.Policy{AdminState: true}).Members([]*v1.Node{n}, v1.IPv4Protocol); got[0].AdminState != armnetwork.LoadBalancerBackendAddressAdminStateDown {
 		t.Fatalf("with admin state enabled: %+v, want Down", got)
+	}
+}
+
+// TestPolicyFromConfig pins the one reading of the azure.json settings
+// every pool writer shares (the control-plane rule had two readings once).
+func TestPolicyFromConfig(t *testing.T) {
+	yes, no := true, false
+	cases := []struct {
+		name      string
+		exclude   *bool
+		adminOn   *bool
+		vnetRG    string
+		wantCP    bool
+		wantAdmin bool
+		wantVNet  string
+	}{
+		{"defaults", nil, nil, "", true, true, "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vn"},
+		{"control plane kept, admin state off", &no, &no, "", false, false, "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vn"},
+		{"explicitly excluded, vnet elsewhere", &yes, &yes, "net-rg", true, true, "/subscriptions/sub/resourceGroups/net-rg/providers/Microsoft.Network/virtualNetworks/vn"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{SubscriptionID: "sub", ResourceGroup: "rg", VnetName: "vn", VnetResourceGroup: tc.vnetRG,
+				ExcludeMasterFromStandardLB: tc.exclude, EnableLoadBalancerAdminState: tc.adminOn}
+			p := backendpool.PolicyFromConfig(cfg)
+			if p.ExcludeControlPlane != tc.wantCP || p.AdminState != tc.wantAdmin || p.VNetID != tc.wantVNet {
+				t.Errorf("policy = %+v", p)
+			}
+			cp := node("cp", []string{"10.0.0.5"}, func(n *v1.Node) { n.Labels[backendpool.LabelControlPlane] = "" })
+			if p.Eligible(cp) == tc.wantCP {
+				t.Errorf("control-plane node eligible = %v with ExcludeControlPlane %v", p.Eligible(cp), tc.wantCP)
+			}
+		})
+	}
+	if p := backendpool.PolicyFromConfig(&config.Config{}); p.VNetID != "" {
+		t.Errorf("without vnetName: VNetID %q, want empty", p.VNetID)
 	}
 }
 

@@ -70,7 +70,7 @@ func BenchmarkTick_200Services1000Changes(b *testing.B) {
 		h.eventually("all changes queued", func() bool {
 			sample()
 			for s, key := range keys {
-				op := h.queued(key, poolNameOfKey(key, v1.IPv4Protocol))
+				op := h.queued(key, poolOf(key, v1.IPv4Protocol))
 				if op == nil || !op.nodes.Equal(final[s]) {
 					return false
 				}
@@ -85,7 +85,7 @@ func BenchmarkTick_200Services1000Changes(b *testing.B) {
 		gets += h.pools.attempts("get") - g0
 		puts += h.pools.attempts("put") - p0
 		for _, key := range keys {
-			g, p := h.armCalls(poolNameOfKey(key, v1.IPv4Protocol))
+			g, p := h.armCalls(poolOf(key, v1.IPv4Protocol))
 			armGets += g
 			armPuts += p
 		}

@@ -49,6 +49,9 @@ func Classify(ctx context.Context, err error) (Outcome, time.Time) {
 	if ctx.Err() != nil {
 		return OutcomeShutdown, time.Time{}
 	}
+	if errors.Is(err, errPoolGone) {
+		return OutcomeStale, time.Time{}
+	}
 	switch azure.Classify(err) {
 	case azure.ClassStale:
 		return OutcomeStale, time.Time{}

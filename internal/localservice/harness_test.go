@@ -18,7 +18,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -26,17 +25,22 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/metrics"
+	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 const (
 	testLB       = "kubernetes"
+	otherLB      = "lb-2"
 	testInterval = 30 * time.Second
 	pollTimeout  = 10 * time.Second
 )
@@ -54,8 +58,8 @@ type harness struct {
 	kube    *fake.Clientset
 	factory informers.SharedInformerFactory
 	rec     *eventLog
-	lock    *testLock
 	pools   *hookedBackend
+	store   *lbstore.Store
 	u       *Updater
 	source  string
 }
@@ -75,7 +79,12 @@ func newHarness(t testing.TB, ho harnessOptions) *harness {
 	if ho.emulator.WriteBudget == 0 {
 		ho.emulator.WriteBudget = 1 << 30
 	}
-	env, err := devenv.Start(ctx, t.TempDir(), ho.emulator, nil)
+	env, err := devenv.Start(ctx, t.TempDir(), ho.emulator, func(c *config.Config) {
+		for _, lb := range []string{testLB, otherLB} {
+			c.MultipleStandardLoadBalancerConfigurations = append(c.MultipleStandardLoadBalancerConfigurations,
+				config.MultipleStandardLoadBalancerConfiguration{Name: lb})
+		}
+	})
 	if err != nil {
 		t.Fatalf("devenv: %v", err)
 	}
@@ -97,14 +106,14 @@ func newHarness(t testing.TB, ho harnessOptions) *harness {
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	h := &harness{
 		t: t, ctx: ctx, env: env, clients: clients, inspect: inspect, clock: fc, kube: kube, factory: factory,
-		rec: newEventLog(), lock: &testLock{}, source: source,
+		rec: newEventLog(), source: source,
 	}
-	h.pools = &hookedBackend{rg: env.Config.ResourceGroup, client: clients.BackendPool}
+	h.pools = &hookedBackend{client: clients.BackendPool}
+	h.store = testutil.StartStore(t, lbstore.Options{Config: env.Config, Clock: fc, LoadBalancers: clients.LoadBalancer, Pools: (*hookedPools)(h.pools)})
 	opts := Options{
 		Clock:          fc,
 		Recorder:       h.rec,
-		Lock:           h.lock,
-		Pools:          h.pools,
+		Store:          h.store,
 		Nodes:          factory.Core().V1().Nodes(),
 		Services:       factory.Core().V1().Services(),
 		EndpointSlices: factory.Discovery().V1().EndpointSlices(),
@@ -128,49 +137,78 @@ func newHarness(t testing.TB, ho harnessOptions) *harness {
 			t.Fatalf("informer %v did not sync", typ)
 		}
 	}
-	h.createLB()
+	h.createLB(testLB)
+	// The store lists the load balancers once, on first use; do it now, as
+	// a running controller has long done.
+	if _, err := h.store.Managed(ctx); err != nil {
+		t.Fatalf("managed load balancers: %v", err)
+	}
 	env.Emulator().ResetRequests()
 	return h
 }
 
-// createLB creates the test load balancer with the cluster pool.
-func (h *harness) createLB() {
+// createLB creates a load balancer with an internal frontend and the
+// cluster pool, through the store (so its cache knows it).
+func (h *harness) createLB(name string) {
 	h.t.Helper()
-	_, err := h.inspect.LoadBalancer.CreateOrUpdate(h.ctx, h.rg(), testLB, armnetwork.LoadBalancer{
-		Location: to.Ptr(devenv.Location),
-		SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
-		Properties: &armnetwork.LoadBalancerPropertiesFormat{
-			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr(h.env.Config.ClusterName)}},
-		},
-	}, "")
+	subnet := names.SubnetID(backendpool.PolicyFromConfig(h.env.Config).VNetID, devenv.SubnetName)
+	_, err := h.store.UpdateLB(h.ctx, "test", name, lbstore.UpdateOptions{Create: true}, func(lb *armnetwork.LoadBalancer) (bool, error) {
+		lb.Properties.FrontendIPConfigurations = []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr("fe"),
+			Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to.Ptr(subnet)},
+				PrivateIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodDynamic)}}}
+		lb.Properties.BackendAddressPools = []*armnetwork.BackendAddressPool{{Name: to.Ptr(h.env.Config.ClusterName)}}
+		return true, nil
+	})
 	if err != nil {
-		h.t.Fatalf("create load balancer: %v", err)
+		h.t.Fatalf("create load balancer %s: %v", name, err)
 	}
 }
 
 func (h *harness) rg() string { return h.env.Config.ResourceGroup }
 
-// createPool creates an (empty) pool on the test load balancer.
-func (h *harness) createPool(pool string) {
+// setPools makes the load balancer hold exactly the pools (besides the
+// cluster pool and any other Service's): what the Service reconcile does
+// when it places, moves or removes a Local Service.
+func (h *harness) setPools(lbName string, add, remove []string) {
 	h.t.Helper()
-	_, err := h.inspect.BackendPool.CreateOrUpdate(h.ctx, h.rg(), testLB, pool, armnetwork.BackendAddressPool{
-		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{},
-	}, "")
+	_, err := h.store.UpdateLB(h.ctx, "test", lbName, lbstore.UpdateOptions{}, func(lb *armnetwork.LoadBalancer) (bool, error) {
+		changed := false
+		for _, name := range remove {
+			for i, p := range lb.Properties.BackendAddressPools {
+				if strings.EqualFold(*p.Name, name) {
+					lb.Properties.BackendAddressPools = append(lb.Properties.BackendAddressPools[:i:i], lb.Properties.BackendAddressPools[i+1:]...)
+					changed = true
+					break
+				}
+			}
+		}
+		for _, name := range add {
+			found := false
+			for _, p := range lb.Properties.BackendAddressPools {
+				found = found || strings.EqualFold(*p.Name, name)
+			}
+			if !found {
+				lb.Properties.BackendAddressPools = append(lb.Properties.BackendAddressPools, &armnetwork.BackendAddressPool{Name: to.Ptr(name)})
+				changed = true
+			}
+		}
+		return changed, nil
+	})
 	if err != nil {
-		h.t.Fatalf("create pool %s: %v", pool, err)
+		h.t.Fatalf("pools of %s: %v", lbName, err)
 	}
 }
 
 // poolEntries returns name=ip/adminState of every entry, sorted.
 func (h *harness) poolEntries(pool string) []string {
 	h.t.Helper()
-	p, err := h.inspect.BackendPool.Get(h.ctx, h.rg(), testLB, pool)
+	p, err := h.inspect.BackendPool.Get(h.ctx, h.rg(), h.poolLB(pool), pool)
 	if err != nil {
 		h.t.Fatalf("get pool %s: %v", pool, err)
 	}
 	var out []string
 	for _, a := range p.Properties.LoadBalancerBackendAddresses {
-		out = append(out, fmt.Sprintf("%s=%s/%s", deref(a.Name), deref(a.Properties.IPAddress), backendpool.AdminStateOf(a)))
+		out = append(out, fmt.Sprintf("%s=%s/%s", ptr.Deref(a.Name, ""), ptr.Deref(a.Properties.IPAddress, ""), backendpool.AdminStateOf(a)))
 	}
 	sort.Strings(out)
 	return out
@@ -234,16 +272,9 @@ func (h *harness) addNode(name, ip string, mutate ...func(*v1.Node)) {
 	h.eventually("node "+name+" in lister", func() bool { _, err := h.u.nodes.Get(name); return err == nil })
 }
 
-func (h *harness) addService(ns, name string) {
+func (h *harness) addService(ns, name string, opts ...testutil.ServiceOption) {
 	h.t.Helper()
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name)},
-		Spec: v1.ServiceSpec{
-			Type:                  v1.ServiceTypeLoadBalancer,
-			ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal,
-			Ports:                 []v1.ServicePort{{Port: 80, Protocol: v1.ProtocolTCP}},
-		},
-	}
+	svc := testutil.Service(ns, name, append([]testutil.ServiceOption{testutil.Local}, opts...)...)
 	if _, err := h.kube.CoreV1().Services(ns).Create(h.ctx, svc, metav1.CreateOptions{}); err != nil {
 		h.t.Fatalf("create service: %v", err)
 	}
@@ -258,27 +289,45 @@ func (h *harness) deleteService(ns, name string) {
 	h.eventually("service gone from lister", func() bool { _, err := h.u.services.Services(ns).Get(name); return err != nil })
 }
 
-// register does what the provider does after placing the Service.
+// register does what the Service reconcile does when it places a Local
+// Service: it creates the Service's pools on the load balancer.
 func (h *harness) register(key, lb string, families ...v1.IPFamily) {
+	h.t.Helper()
 	if len(families) == 0 {
 		families = []v1.IPFamily{v1.IPv4Protocol}
 	}
-	h.lock.Lock("test")
-	defer h.lock.Unlock()
-	h.u.Register(key, lb, families)
+	var pools []string
+	for _, f := range families {
+		pools = append(pools, poolOf(key, f))
+	}
+	h.setPools(lb, pools, nil)
 }
 
-func (h *harness) unregister(key string) {
-	h.lock.Lock("test")
-	defer h.lock.Unlock()
-	h.u.Unregister(key)
+// unregister removes the Service's pools from the load balancer (deleted,
+// moved away, or now ExternalTrafficPolicy=Cluster).
+func (h *harness) unregister(key, lb string) {
+	h.t.Helper()
+	h.setPools(lb, nil, []string{poolOf(key, v1.IPv4Protocol), poolOf(key, v1.IPv6Protocol)})
 }
 
-// localService creates a registered Local Service with its pool.
+// poolOf is the Service's dedicated pool of the family.
+func poolOf(key string, f v1.IPFamily) string {
+	ns, name, _ := cutKey(key)
+	return names.LocalServicePool(ns, name, f)
+}
+
+// poolLB is where the store has the pool (the test load balancer if none).
+func (h *harness) poolLB(pool string) string {
+	if lb, ok, err := h.store.FindPool(h.ctx, pool); err == nil && ok {
+		return lb
+	}
+	return testLB
+}
+
+// localService creates a placed Local Service with its pool.
 func (h *harness) localService(ns, name string) string {
 	h.t.Helper()
 	h.addService(ns, name)
-	h.createPool(PoolName(ns, name, v1.IPv4Protocol))
 	key := ns + "/" + name
 	h.register(key, testLB)
 	return key
@@ -325,7 +374,7 @@ func (h *harness) waitQueued(key string, nodes ...string) {
 	h.t.Helper()
 	want := sets.New(nodes...)
 	h.eventually("queued "+key+" = "+fmt.Sprint(nodes), func() bool {
-		op := h.queued(key, poolNameOfKey(key, v1.IPv4Protocol))
+		op := h.queued(key, poolOf(key, v1.IPv4Protocol))
 		return op != nil && op.nodes.Equal(want)
 	})
 }
@@ -421,38 +470,14 @@ func opMetricsFor(t testing.TB, source string) (observed, failed int) {
 
 // --- collaborators ---
 
-// testLock is the service-reconcile lock of the tests. It records callers.
-type testLock struct {
-	mu      sync.Mutex
-	held    atomic.Bool
-	callers sync.Map // caller -> true
-}
-
-func (l *testLock) Lock(caller string) {
-	l.callers.Store(caller, true)
-	l.mu.Lock()
-	l.held.Store(true)
-}
-
-func (l *testLock) Unlock() {
-	l.held.Store(false)
-	l.mu.Unlock()
-}
-
-// hookedBackend is the PoolBackend of the tests: the real client, with an
-// optional hook around every call.
+// hookedBackend wraps the store's backend pool client: the real client,
+// with an optional hook around every call, counting attempts.
 type hookedBackend struct {
-	rg          string
-	client      azure.BackendPoolClient
-	mu          sync.Mutex
-	hook        func(op, pool string, call func() error) error
-	calls       map[string]int // "get"/"put" -> attempts
-	invalidated atomic.Int64
+	client azure.BackendPoolClient
+	mu     sync.Mutex
+	hook   func(op, pool string, call func() error) error
+	calls  map[string]int // "get"/"put" -> attempts
 }
-
-func (b *hookedBackend) ResourceGroup() string                 { return b.rg }
-func (b *hookedBackend) BackendPools() azure.BackendPoolClient { return (*hookedPools)(b) }
-func (b *hookedBackend) InvalidateCache(string)                { b.invalidated.Add(1) }
 
 func (b *hookedBackend) setHook(hook func(op, pool string, call func() error) error) {
 	b.mu.Lock()

@@ -2,24 +2,34 @@ package localservice
 
 import (
 	"context"
+	"errors"
 	"sort"
-	"sync"
+	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
-	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/metrics"
 )
+
+// errPoolGone: the pool or its load balancer was deleted (a stale entry).
+var errPoolGone = errors.New("the backend pool no longer exists")
+
+// cutKey splits a namespace/name key.
+func cutKey(key string) (namespace, name string, ok bool) {
+	return strings.Cut(key, "/")
+}
 
 // opGroup is the queued desired states of one pool of one load balancer:
 // what one tick writes with one GET and at most one PUT.
 type opGroup struct {
 	key    groupKey
-	lb     string // ARM names, from the first entry
+	lb     string // ARM names: where the store has the pool, and its name
 	pool   string
 	family v1.IPFamily
 	ops    []*operation
@@ -43,30 +53,29 @@ type result struct {
 	mc   *metrics.MetricContext
 }
 
-// process is one tick: the design's numbered steps, in order.
+// process is one tick: the design's steps, in order.
 //
-//  1. Take the service-reconcile lock for the whole tick: the registry
-//     (Register/Unregister, called by the provider under that lock) cannot
-//     change underneath, and no Service reconcile writes a pool meanwhile.
-//  2. Return at once when the queue is empty.
-//  3. There is no second, distributed lock (the design's
-//     azureResourceLocker): azlb runs one active controller manager under
-//     leader election, and every writer of load balancer resources in it
-//     takes the service-reconcile lock held here.
-//  4. Drain the queue under the updater lock (mu), then release mu, so
+//  1. Return at once when the queue is empty.
+//  2. Drain the queue under the updater lock (mu), then release mu, so
 //     EndpointSlice handlers keep queueing during the ARM calls.
-//  5. Drop stale entries quietly and group the rest by load balancer/pool.
-//  6. Keep every group with a parked entry as it is: no ARM call, no event,
+//  3. Drop stale entries quietly (the Service is gone or no longer Local,
+//     or its pool is on no managed load balancer) and group the rest by
+//     load balancer/pool, the load balancer being where the store has the
+//     pool now: an entry follows its Service when it moves.
+//  4. Keep every group with a parked entry as it is: no ARM call, no event,
 //     no metric, no retry consumed.
-//  7. Apply every other group once: GET the pool, compute the entries the
-//     desired nodes call for, PUT with the etag only when something differs.
-//  8. Settle each group: success, stale, terminal or retriable (see settle).
-//  9. Put requeued entries back under mu, before every entry queued
+//  5. Apply every other group in one store round: the store reads each pool
+//     afresh, the edit computes the entries the desired nodes call for, and
+//     the store writes the pool with its etag only when something differs
+//     (its conflict policy retries a 412 or 409 with a fresh read first).
+//  6. Settle each group: success, stale, terminal or retriable (see settle).
+//  7. Put requeued entries back under mu, before every entry queued
 //     meanwhile (queue.prepend) - unless the updater is shutting down.
+//
+// There is no service-reconcile lock: the store is the only writer of the
+// pools, and every writer computes a pool's entries from the same desired
+// state, so the Service reconcile and the updater cannot undo each other.
 func (u *Updater) process(ctx context.Context) {
-	u.lock.Lock(LockCaller)
-	defer u.lock.Unlock()
-
 	u.mu.Lock()
 	if u.queue.len() == 0 {
 		u.mu.Unlock()
@@ -113,8 +122,8 @@ func (u *Updater) groupOperations(ctx context.Context, ops []*operation) []*opGr
 	var groups []*opGroup
 	index := map[groupKey]*opGroup{}
 	for _, op := range ops {
-		if _, ok := u.relevant(op); !ok {
-			log.V(4).Info("Dropped stale local service pool update", "service", op.service, "loadBalancer", op.lb, "pool", op.pool)
+		if _, ok := u.relevant(ctx, op); !ok {
+			log.V(4).Info("Dropped stale local service pool update", "service", op.service, "pool", op.pool)
 			continue
 		}
 		k := op.group()
@@ -130,135 +139,76 @@ func (u *Updater) groupOperations(ctx context.Context, ops []*operation) []*opGr
 }
 
 // relevant reports whether the entry still matters, and returns its
-// Service: the Service still exists and is ExternalTrafficPolicy=Local, and
-// its registration still puts this pool on this load balancer.
-func (u *Updater) relevant(op *operation) (*v1.Service, bool) {
-	reg, ok := u.registered(op.service)
-	if !ok || !reg.covers(op) {
-		return nil, false
-	}
+// Service: the Service still exists and is a Local LoadBalancer Service,
+// and a managed load balancer has its pool (op.lb is set to it).
+func (u *Updater) relevant(ctx context.Context, op *operation) (*v1.Service, bool) {
 	ns, name, _ := cutKey(op.service)
 	svc, err := u.services.Services(ns).Get(name)
-	if err != nil || svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
+	if err != nil || !isLocal(svc) {
 		return nil, false
 	}
+	lb, ok, err := u.store.FindPool(ctx, op.pool)
+	if err != nil || !ok {
+		return nil, false
+	}
+	op.lb = lb
 	return svc, true
 }
 
-// applyGroups applies the groups: the pools of one load balancer one after
-// the other (they share the load balancer's etag and ARM serialises writes
-// to it), different load balancers in parallel.
+// applyGroups applies the groups in one store round and returns each
+// group's result.
 func (u *Updater) applyGroups(ctx context.Context, work []*opGroup) []result {
 	results := make([]result, len(work))
-	var lbs []string
-	byLB := map[string][]int{}
-	for i, g := range work {
-		if _, ok := byLB[g.key.lb]; !ok {
-			lbs = append(lbs, g.key.lb)
-		}
-		byLB[g.key.lb] = append(byLB[g.key.lb], i)
-	}
-	run := func(idx []int) {
-		for _, i := range idx {
-			results[i] = u.applyGroup(ctx, work[i])
-		}
-	}
-	if len(lbs) == 1 {
-		run(byLB[lbs[0]])
+	if len(work) == 0 {
 		return results
 	}
-	var wg sync.WaitGroup
-	for _, lb := range lbs {
-		idx := byLB[lb]
-		wg.Go(func() { run(idx) })
+	rg := u.store.ResourceGroup()
+	edits := make([]lbstore.PoolEdit, len(work))
+	for i, g := range work {
+		res := &results[i]
+		res.mc = metrics.NewMetricContextWithClock(u.clock, MetricPrefix, MetricRequest, rg, u.sub, u.source).WithContext(ctx)
+		want := u.policy.Members(u.nodesNamed(g.desiredNodes()), g.family)
+		edits[i] = lbstore.PoolEdit{
+			Ref: lbstore.PoolRef{LoadBalancer: g.lb, Pool: g.pool},
+			Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
+				res.diff = u.policy.Sync(pool, want)
+				return res.diff.Changed, nil
+			},
+		}
 	}
-	wg.Wait()
+	for i, r := range u.store.UpdatePools(ctx, LockCaller, edits, lbstore.PoolOptions{}) {
+		switch {
+		case r.Missing:
+			results[i].err = &poolError{op: "update", lb: work[i].lb, pool: work[i].pool, err: errPoolGone}
+		case r.Err != nil:
+			results[i].err = &poolError{op: "update", lb: work[i].lb, pool: work[i].pool, err: r.Err}
+		case !r.Written:
+			results[i].diff.Changed = false
+		}
+	}
 	return results
 }
 
-// applyGroup makes one attempt: a fresh GET of the pool, the diff against
-// the desired nodes, and a PUT with the pool's etag if anything differs.
-func (u *Updater) applyGroup(ctx context.Context, g *opGroup) result {
-	rg := u.pools.ResourceGroup()
-	res := result{mc: metrics.NewMetricContextWithClock(u.clock, MetricPrefix, MetricRequest, rg, u.sub, u.source).WithContext(ctx)}
-	if err := ctx.Err(); err != nil {
-		res.err = err
-		return res
-	}
-	client := u.pools.BackendPools()
-	pool, err := client.Get(ctx, rg, g.lb, g.pool)
-	if err != nil {
-		u.forget(g.lb, err)
-		res.err = &poolError{op: "get", lb: g.lb, pool: g.pool, err: err}
-		return res
-	}
-	want := members(u.desiredNodes(g), g.family, u.node, u.includeCP, u.adminState)
-	res.diff = backendpool.Sync(pool, want, u.vnetID)
-	if !res.diff.Changed {
-		return res
-	}
-	u.pools.InvalidateCache(g.lb)
-	_, err = client.CreateOrUpdate(ctx, rg, g.lb, g.pool, *pool, deref(pool.Etag))
-	// The provider's cached load balancer holds the old pool (or, after a
-	// conflict, an old etag): it must be read again either way.
-	u.pools.InvalidateCache(g.lb)
-	if err != nil {
-		res.err = &poolError{op: "update", lb: g.lb, pool: g.pool, err: err}
-	}
-	return res
-}
-
-// forget invalidates the provider's cache when a GET says it is stale.
-func (u *Updater) forget(lb string, err error) {
-	if c := azure.Classify(err); c == azure.ClassStale || c == azure.ClassConflict {
-		u.pools.InvalidateCache(lb)
-	}
-}
-
-// node reads a node from the lister; nil when unknown.
-func (u *Updater) node(name string) *v1.Node {
-	n, err := u.nodes.Get(name)
-	if err != nil {
-		return nil
-	}
-	return n
-}
-
-// desiredNodes is the union of the group's desired node sets, plus the
-// current endpoint nodes of every other registered Service whose pool has
-// the same name on the same load balancer (<namespace>-<name> is ambiguous:
-// a-b/c and a/b-c both own "a-b-c"), so that one Service's update never
-// removes another's nodes.
-func (u *Updater) desiredNodes(g *opGroup) sets.Set[string] {
-	out := sets.New[string]()
-	queued := sets.New[string]()
-	for _, op := range g.ops {
-		out = out.Union(op.nodes)
-		queued.Insert(op.service)
-	}
-	for _, key := range u.sharers(g.key) {
-		if queued.Has(key) {
-			continue
-		}
-		ns, name, _ := cutKey(key)
-		if nodes, err := u.endpointNodes(ns, name); err == nil {
-			out = out.Union(nodes)
+// nodesNamed resolves node names through the lister; unknown names are left
+// out.
+func (u *Updater) nodesNamed(names sets.Set[string]) []*v1.Node {
+	out := make([]*v1.Node, 0, names.Len())
+	for name := range names {
+		if n, err := u.nodes.Get(name); err == nil {
+			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// sharers lists the registered Services whose pools include the group's.
-func (u *Updater) sharers(k groupKey) []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var out []string
-	for key, reg := range u.registry {
-		if reg.hasPool(key, k) {
-			out = append(out, key)
-		}
+// desiredNodes is the union of the group's desired node sets (each entry
+// of a group is for the same Service's pool; collision-free pool names make
+// it one Service).
+func (g *opGroup) desiredNodes() sets.Set[string] {
+	out := sets.New[string]()
+	for _, op := range g.ops {
+		out = out.Union(op.nodes)
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -270,14 +220,14 @@ type serviceOp struct {
 
 // distinctServices returns, in order, one entry per distinct relevant
 // Service of ops; stale entries are left out.
-func (u *Updater) distinctServices(ops []*operation) []serviceOp {
+func (u *Updater) distinctServices(ctx context.Context, ops []*operation) []serviceOp {
 	seen := map[string]bool{}
 	var out []serviceOp
 	for _, op := range ops {
 		if seen[op.service] {
 			continue
 		}
-		svc, ok := u.relevant(op)
+		svc, ok := u.relevant(ctx, op)
 		if !ok {
 			continue
 		}

@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// opKey identifies one desired state: one pool of one Service on one load
-// balancer. ARM names are case-insensitive, so lb and pool are lower-cased.
+// opKey identifies one desired state: one pool of one Service. ARM names
+// are case-insensitive, so pool is lower-cased. The load balancer is not
+// part of it: it is where the store has the pool when the entry is applied.
 type opKey struct {
 	service string // namespace/name
-	lb      string
 	pool    string
 }
 
@@ -27,22 +27,29 @@ type groupKey struct {
 // balancer, with the retry state of the attempt to apply it.
 type operation struct {
 	service string // namespace/name
-	lb      string // as registered (ARM name)
+	lb      string // where the pool is, resolved at each tick (ARM name)
 	pool    string
 	family  v1.IPFamily
 	// nodes are the names of the nodes running the Service's endpoints,
 	// from all its EndpointSlices, when the entry was (last) enqueued.
 	nodes sets.Set[string]
 
-	// retryCount is how many retriable failures this entry has consumed.
+	// retryCount is how many retriable failures this entry has consumed:
+	// the retries of the oldest unfinished desired state it carries.
 	retryCount int
+	// freshRetries is the retry count of the newest desired state merged
+	// into the entry (a fresh change starts at 0 with its own budget); it
+	// equals retryCount when nothing was merged since the entry's first
+	// attempt. When retryCount runs out, the entry lives on with this count
+	// if the newest change still has budget (design case 10).
+	freshRetries int
 	// nextEligibleAt, when in the future, parks the entry (and its whole
 	// group) until then: the Retry-After of a throttled attempt.
 	nextEligibleAt time.Time
 }
 
 func (o *operation) key() opKey {
-	return opKey{service: o.service, lb: strings.ToLower(o.lb), pool: strings.ToLower(o.pool)}
+	return opKey{service: o.service, pool: strings.ToLower(o.pool)}
 }
 
 func (o *operation) group() groupKey {
@@ -57,7 +64,8 @@ func (o *operation) parked(now time.Time) bool { return o.nextEligibleAt.After(n
 //
 //   - upsert (an EndpointSlice change, fresh desired state): an entry with
 //     the same key gets the new node set and keeps its place and its retry
-//     state (retryCount, nextEligibleAt); otherwise the entry is appended
+//     state (retryCount, nextEligibleAt), and its freshRetries restart at 0:
+//     the fresh change has its own budget; otherwise the entry is appended
 //     with retryCount 0 and no nextEligibleAt.
 //   - prepend (entries requeued by a tick: retried or parked): they go
 //     before every entry, in their order. A live entry with the same key
@@ -84,7 +92,8 @@ func (q *queue) upsert(op *operation) {
 	k := op.key()
 	if cur, ok := q.items[k]; ok {
 		cur.nodes = op.nodes
-		cur.lb, cur.pool, cur.family = op.lb, op.pool, op.family
+		cur.pool, cur.family = op.pool, op.family
+		cur.freshRetries = 0
 		return
 	}
 	q.items[k] = op
@@ -116,6 +125,7 @@ func (q *queue) prepend(ops []*operation) {
 		}
 		if live, ok := q.items[k]; ok {
 			op.nodes = live.nodes
+			op.freshRetries = 0 // a fresh change arrived during the tick
 		}
 		items[k] = op
 		order = append(order, k)

@@ -60,12 +60,29 @@ func TestQueueMergeRule(t *testing.T) {
 			r.retryCount, r.nextEligibleAt = 3, t0
 			q.prepend([]*operation{r})
 		}, []string{"a/x@a-x:[n5 n6]/3/parked", "c/z@c-z:[n9]/0"}},
-		{"same Service, other load balancer is another key", func(q *queue) {
+		{"the load balancer is not part of the key (it is resolved at each tick)", func(q *queue) {
 			q.upsert(op("a/x", "a-x", "n1"))
 			o := op("a/x", "a-x", "n2")
 			o.lb = "other"
 			q.upsert(o)
-		}, []string{"a/x@a-x:[n1]/0", "a/x@a-x:[n2]/0"}},
+		}, []string{"a/x@a-x:[n2]/0"}},
+		{"a fresh change merged into a retried entry restarts its own budget", func(q *queue) {
+			r := op("a/x", "a-x", "n1")
+			r.retryCount, r.freshRetries = 3, 3
+			q.upsert(r)
+			q.upsert(op("a/x", "a-x", "n2"))
+			if got := q.list()[0]; got.retryCount != 3 || got.freshRetries != 0 {
+				t.Errorf("after upsert: retries %d, fresh %d; want 3 and 0", got.retryCount, got.freshRetries)
+			}
+			// The same during a tick: the live entry's change is fresh.
+			drained := q.drain()
+			drained[0].freshRetries = 1
+			q.upsert(op("a/x", "a-x", "n3"))
+			q.prepend(drained)
+			if got := q.list()[0]; got.freshRetries != 0 || !got.nodes.Has("n3") {
+				t.Errorf("after prepend: %v fresh %d; want the live target with a fresh budget", got, got.freshRetries)
+			}
+		}, []string{"a/x@a-x:[n3]/3"}},
 		{"remove drops matching entries only", func(q *queue) {
 			q.upsert(op("a/x", "a-x", "n1"))
 			q.upsert(op("b/y", "b-y", "n2"))
@@ -99,7 +116,7 @@ func TestQueueBoundedByPools(t *testing.T) {
 	q := newQueue()
 	for i := range 10000 {
 		svc := fmt.Sprintf("ns/s%d", i%50)
-		q.upsert(op(svc, poolNameOfKey(svc, v1.IPv4Protocol), fmt.Sprintf("n%d", i)))
+		q.upsert(op(svc, poolOf(svc, v1.IPv4Protocol), fmt.Sprintf("n%d", i)))
 	}
 	if q.len() != 50 {
 		t.Fatalf("len = %d after 10000 changes of 50 Services, want 50", q.len())

@@ -1,9 +1,13 @@
 package localservice
 
-// The 23 test cases of the design's Tests section
-// (/work/shared/design/local-service-updater-retry.txt), in order. The
-// ThrottleError cases 1-8 of the design's ThrottleError section are covered
-// by internal/azure/throttle_test.go (TestThrottleError_*).
+// The retry behaviour of the updater, one test per case of the retry
+// design's list, in its order (the test names state the behaviour). The
+// ThrottleError cases are covered by internal/azure/throttle_test.go.
+//
+// A 409 or 412 is first retried by the store within the same round, with a
+// fresh read (lbstore.MaxConflictRetries times); the updater sees a conflict
+// only when it outlasts those, so the tests below inject conflictsPerTick
+// conflicts for every tick that must fail.
 
 import (
 	"context"
@@ -22,13 +26,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/metrics"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 const (
 	reasonRetrying = EventReasonPoolUpdateRetrying
 	reasonFailed   = EventReasonPoolUpdateFailed
 	reasonUpdated  = EventReasonPoolUpdated
+
+	// conflictsPerTick make one round of the store fail with a conflict.
+	conflictsPerTick = lbstore.MaxConflictRetries + 1
 )
 
 // expectEvents asserts the "object reason" list of the events since the
@@ -101,26 +112,7 @@ func webHarness(t testing.TB, ho harnessOptions) (*harness, string) {
 	return h, key
 }
 
-const webPool = "default-web"
-
-// sharedHarness: two Local Services whose pool names coincide (a-b/c and
-// a/b-c both own "a-b-c"), so that their entries form one group.
-func sharedHarness(t *testing.T, ho harnessOptions) (h *harness, a, b string) {
-	h = newHarness(t, ho)
-	h.addNode("n1", "10.240.0.4")
-	h.addNode("n2", "10.240.0.5")
-	h.addNode("n3", "10.240.0.6")
-	h.addService("a-b", "c")
-	h.addService("a", "b-c")
-	h.createPool(sharedPool)
-	a, b = "a-b/c", "a/b-c"
-	h.register(a, testLB)
-	h.register(b, testLB)
-	h.resetRequests()
-	return h, a, b
-}
-
-const sharedPool = "a-b-c"
+const webPool = "default.web"
 
 func TestRetry_01_ThrottleFromGetParksUntilRetryAfter(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
@@ -289,45 +281,31 @@ func TestRetry_05_LocalGateExpiredFallsBackToNextTick(t *testing.T) {
 
 func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) {
 	cases := []struct {
-		name  string
-		setup func(h *harness)
+		name   string
+		status int
+		code   string
 	}{
-		{"409 Conflict", func(h *harness) {
-			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 1})
-		}},
-		{"409 AnotherOperationInProgress", func(h *harness) {
-			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Code: azure.CodeAnotherOperationInProgress, Count: 1})
-		}},
-		{"412 PreconditionFailed", func(h *harness) {
-			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusPreconditionFailed, Count: 1})
-		}},
-		{"412 from a concurrent writer (stale etag)", func(h *harness) {
-			h.pools.setHook(func(op, pool string, call func() error) error {
-				if op == "put" {
-					h.pools.setHook(nil)
-					h.concurrentWrite(pool)
-				}
-				return call()
-			})
-		}},
+		{"409 Conflict", http.StatusConflict, ""},
+		{"409 AnotherOperationInProgress", http.StatusConflict, azure.CodeAnotherOperationInProgress},
+		{"412 PreconditionFailed", http.StatusPreconditionFailed, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h, key := webHarness(t, harnessOptions{})
-			tc.setup(h)
+			h.fault(http.MethodPut, webPool, emulator.Fault{Status: tc.status, Code: tc.code, Count: conflictsPerTick})
 			h.tick(testInterval)
 			evs := h.expectEvents(key + " " + reasonRetrying)
-			if tc.name != "412 from a concurrent writer (stale etag)" && !strings.Contains(evs[0].message, "ARM answered HTTP") {
+			if !strings.Contains(evs[0].message, "ARM answered HTTP") {
 				t.Errorf("retrying message = %q, want the ARM status", evs[0].message)
 			}
 			h.expectQueued(key + "@" + webPool + "/1")
 			h.expectMetrics(0, 0)
-			if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != 1 || p != 1 {
-				t.Fatalf("attempt 1: %d GET, %d PUT", g, p)
+			if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != conflictsPerTick || p != conflictsPerTick {
+				t.Fatalf("tick 1: %d GET, %d PUT; want a fresh GET before each of %d PUTs", g, p, conflictsPerTick)
 			}
 			h.tick(testInterval)
-			if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != 2 || p != 2 {
-				t.Fatalf("after the retry: %d GET, %d PUT; want a fresh GET before the second PUT", g, p)
+			if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != conflictsPerTick+1 || p != conflictsPerTick+1 {
+				t.Fatalf("after the retry: %d GET, %d PUT; want one more of each", g, p)
 			}
 			h.expectEvents(key + " " + reasonUpdated)
 			h.expectPool(webPool, "n1", "n2")
@@ -335,31 +313,46 @@ func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) 
 			h.expectMetrics(1, 0)
 		})
 	}
+	t.Run("412 from a concurrent writer is absorbed by a fresh read in the same tick", func(t *testing.T) {
+		h, key := webHarness(t, harnessOptions{})
+		h.pools.setHook(func(op, pool string, call func() error) error {
+			if op == "put" {
+				h.pools.setHook(nil)
+				h.concurrentWrite(pool)
+			}
+			return call()
+		})
+		h.tick(testInterval)
+		h.expectEvents(key + " " + reasonUpdated)
+		h.expectPool(webPool, "n1", "n2") // the foreign entry is not a desired one
+		if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != 2 || p != 2 {
+			t.Fatalf("%d GET, %d PUT; want the 412, a fresh GET and the PUT", g, p)
+		}
+		h.expectMetrics(1, 0)
+	})
 }
 
 func TestRetry_07_ParkedOperationPreservesWholeGroup(t *testing.T) {
-	h, a, b := sharedHarness(t, harnessOptions{})
-	h.setEndpoints("a-b", "c", "n1")
-	h.fault(http.MethodGet, sharedPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "60", Count: 1})
+	h, key := webHarness(t, harnessOptions{})
+	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "60", Count: 1})
 	h.tick(testInterval)
-	h.expectEvents(a + " " + reasonRetrying)
+	h.expectEvents(key + " " + reasonRetrying)
 
-	// A fresh entry for the same pool (another Service) joins the group.
-	h.setSlice("a", "b-c", "b-c-slice", "n2")
-	h.eventually("b queued", func() bool { return h.queued(b, sharedPool) != nil })
+	// A fresh change for the same pool joins the parked entry: it waits too.
+	h.setEndpoints("default", "web", "n2", "n3")
 	h.resetRequests()
-	h.tick(testInterval) // +30 s: a is parked, so b waits too
-	h.expectNoARM(sharedPool)
+	h.tick(testInterval) // +30 s: parked
+	h.expectNoARM(webPool)
 	h.expectEvents()
-	h.expectQueued(a+"@"+sharedPool+"/1", b+"@"+sharedPool+"/0")
-	h.expectPool(sharedPool)
+	h.expectQueued(key + "@" + webPool + "/1")
+	h.expectPool(webPool)
 
-	h.tick(testInterval) // +60 s: the group is eligible; one GET and one PUT
+	h.tick(testInterval) // +60 s: eligible; one GET and one PUT for both
 	if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != 2 || p != 1 {
 		t.Fatalf("client calls: %d GET, %d PUT; want 2 GET (one per attempt), 1 PUT", g, p)
 	}
-	h.expectEvents(a+" "+reasonUpdated, b+" "+reasonUpdated)
-	h.expectPool(sharedPool, "n1", "n2")
+	h.expectEvents(key + " " + reasonUpdated)
+	h.expectPool(webPool, "n2", "n3")
 	h.expectQueued()
 	h.expectMetrics(1, 0)
 }
@@ -383,7 +376,7 @@ func TestRetry_08_FreshOperationsWhileParkedAppliedInOrder(t *testing.T) {
 	h.expectEvents(web + " " + reasonRetrying)
 	// The requeued (parked) entry comes first and takes the newest target;
 	// the fresh entry for api follows.
-	h.expectQueued(web+"@"+webPool+"/1", api+"@default-api/0")
+	h.expectQueued(web+"@"+webPool+"/1", api+"@default.api/0")
 	if op := h.queued(web, webPool); op.nextEligibleAt.IsZero() || fmt.Sprint(sortedKeys(op)) != "[n3]" {
 		t.Fatalf("web entry = %v; want parked, target [n3]", op)
 	}
@@ -397,13 +390,13 @@ func TestRetry_08_FreshOperationsWhileParkedAppliedInOrder(t *testing.T) {
 	if n := len(h.env.Emulator().Requests()); n != 0 {
 		t.Fatalf("%d ARM requests while the read gate is closed", n)
 	}
-	h.expectQueued(web+"@"+webPool+"/1", api+"@default-api/1")
+	h.expectQueued(web+"@"+webPool+"/1", api+"@default.api/1")
 	h.expectPool(webPool)
 
 	h.tick(testInterval) // T+90: both applied, in order
 	h.expectEvents(web+" "+reasonUpdated, api+" "+reasonUpdated)
 	h.expectPool(webPool, "n3") // the newest desired state, not n1+n2
-	h.expectPool("default-api", "n1")
+	h.expectPool("default.api", "n1")
 	h.expectQueued()
 	h.expectMetrics(2, 0)
 }
@@ -411,54 +404,59 @@ func TestRetry_08_FreshOperationsWhileParkedAppliedInOrder(t *testing.T) {
 func sortedKeys(op *operation) []string { return sets.List(op.nodes) }
 
 func TestRetry_09_MergedOperationsKeepOwnRetryCounters(t *testing.T) {
-	h, a, b := sharedHarness(t, harnessOptions{})
-	h.setEndpoints("a-b", "c", "n1")
-	h.fault(http.MethodPut, sharedPool, emulator.Fault{Status: http.StatusConflict, Count: 2})
+	h, key := webHarness(t, harnessOptions{})
+	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 2 * conflictsPerTick})
 	h.tick(testInterval)
-	h.expectEvents(a + " " + reasonRetrying)
-	h.expectQueued(a + "@" + sharedPool + "/1")
+	h.expectEvents(key + " " + reasonRetrying)
+	h.expectQueued(key + "@" + webPool + "/1")
 
-	// A fresh entry of another Service joins with its own counter; a fresh
-	// desired state of a itself replaces its target but keeps its counter.
-	h.setSlice("a", "b-c", "b-c-slice", "n2")
-	h.eventually("b queued", func() bool { return h.queued(b, sharedPool) != nil })
-	h.setEndpoints("a-b", "c", "n3")
-	h.expectQueued(a+"@"+sharedPool+"/1", b+"@"+sharedPool+"/0")
+	// A fresh desired state replaces the target; the entry keeps the old
+	// attempt's counter, and the fresh change starts its own.
+	h.setEndpoints("default", "web", "n3")
+	if op := h.queued(key, webPool); op.retryCount != 1 || op.freshRetries != 0 {
+		t.Fatalf("merged entry %v fresh %d; want retries 1, fresh 0", op, op.freshRetries)
+	}
 
-	h.tick(testInterval) // the group fails: every entry consumes one retry
-	h.expectEvents(a+" "+reasonRetrying, b+" "+reasonRetrying)
-	h.expectQueued(a+"@"+sharedPool+"/2", b+"@"+sharedPool+"/1")
+	h.tick(testInterval) // the group fails: both consume one retry
+	h.expectEvents(key + " " + reasonRetrying)
+	if op := h.queued(key, webPool); op.retryCount != 2 || op.freshRetries != 1 {
+		t.Fatalf("after the failure %v fresh %d; want retries 2, fresh 1", op, op.freshRetries)
+	}
 
 	h.tick(testInterval)
-	h.expectEvents(a+" "+reasonUpdated, b+" "+reasonUpdated)
-	h.expectPool(sharedPool, "n2", "n3")
+	h.expectEvents(key + " " + reasonUpdated)
+	h.expectPool(webPool, "n3")
 	h.expectMetrics(1, 0)
 }
 
+// A fresh change that arrives while the entry is at its retry limit is not
+// lost with it: the exhausted attempt is reported and dropped, the fresh
+// change lives on with its own budget.
 func TestRetry_10_MixedRetryBudgetsDropExhaustedRequeueFresh(t *testing.T) {
-	h, a, b := sharedHarness(t, harnessOptions{})
-	h.setEndpoints("a-b", "c", "n1")
-	h.fault(http.MethodPut, sharedPool, emulator.Fault{Status: http.StatusConflict, Count: 4})
+	h, key := webHarness(t, harnessOptions{})
+	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 4 * conflictsPerTick})
 	for i := 1; i <= 3; i++ {
 		h.tick(testInterval)
-		h.expectEvents(a + " " + reasonRetrying)
+		h.expectEvents(key + " " + reasonRetrying)
 	}
-	h.expectQueued(a + "@" + sharedPool + "/3")
-	h.setSlice("a", "b-c", "b-c-slice", "n2")
-	h.eventually("b queued", func() bool { return h.queued(b, sharedPool) != nil })
+	h.expectQueued(key + "@" + webPool + "/3")
+	h.setEndpoints("default", "web", "n3") // fresh, while at the limit
 
-	h.tick(testInterval) // 4th failure for a (exhausted), 1st for b
-	evs := h.expectEvents(a+" "+reasonFailed, b+" "+reasonRetrying)
+	h.tick(testInterval) // 4th failure of the old attempt, 1st of the fresh one
+	evs := h.expectEvents(key+" "+reasonFailed, key+" "+reasonRetrying)
 	if !strings.Contains(evs[0].message, "failed after 3 retries") || !strings.Contains(evs[0].message, "To retrigger") {
 		t.Errorf("failed message = %q", evs[0].message)
 	}
-	h.expectQueued(b + "@" + sharedPool + "/1")
+	if !strings.Contains(evs[1].message, "retry 1 of 3") {
+		t.Errorf("retrying message = %q, want the fresh change's first retry", evs[1].message)
+	}
+	h.expectQueued(key + "@" + webPool + "/1")
 	h.expectMetrics(1, 1)
 
-	// b succeeds; a is still registered, so its nodes stay in the pool.
-	h.tick(testInterval)
-	h.expectEvents(b + " " + reasonUpdated)
-	h.expectPool(sharedPool, "n1", "n2")
+	h.tick(testInterval) // the fresh change succeeds
+	h.expectEvents(key + " " + reasonUpdated)
+	h.expectPool(webPool, "n3")
+	h.expectQueued()
 	h.expectMetrics(2, 1)
 }
 
@@ -475,7 +473,7 @@ func TestRetry_11_ExhaustionEmitsFailedWithGuidance(t *testing.T) {
 	}
 	h.tick(testInterval)
 	evs := h.expectEvents(key + " " + reasonFailed)
-	want := "Backend pool update failed after 3 retries: update backend pool default-web of load balancer kubernetes: ARM answered HTTP 409 (Conflict). " +
+	want := "Backend pool update failed after 3 retries: update backend pool default.web of load balancer kubernetes: ARM answered HTTP 409 (Conflict). " +
 		"To retrigger, cause an endpoint change for the Service (e.g., restart or scale a backing pod)."
 	if evs[0].message != want {
 		t.Errorf("failed message =\n%q\nwant\n%q", evs[0].message, want)
@@ -485,8 +483,8 @@ func TestRetry_11_ExhaustionEmitsFailedWithGuidance(t *testing.T) {
 	}
 	h.expectQueued()
 	h.expectMetrics(1, 1)
-	if p := h.pools.attempts("put"); p != 4 {
-		t.Fatalf("PUT attempts = %d, want 4 (1 + 3 retries)", p)
+	if p := h.pools.attempts("put"); p != 4*conflictsPerTick {
+		t.Fatalf("PUT attempts = %d, want %d (1 + 3 retries, each with the store's own retries)", p, 4*conflictsPerTick)
 	}
 	// Nothing more happens.
 	h.tick(testInterval)
@@ -644,20 +642,21 @@ func TestRetry_15_StaleServiceOrMovedLBDroppedBeforeRequeue(t *testing.T) {
 				return err == nil && s.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyCluster
 			})
 		}},
-		{"Service moved to another load balancer", func(h *harness, key string) {
-			// The registry changed without the queue being cleaned (the race
-			// the design's relevance re-check guards against).
-			h.u.mu.Lock()
-			h.u.registry[key] = registration{lb: "lb-2", families: []v1.IPFamily{v1.IPv4Protocol}}
-			h.u.mu.Unlock()
+		{"pool removed from its load balancer", func(h *harness, _ string) {
+			// What the Service reconcile does when the Service moves away
+			// (here behind the store's back: its round is busy with us).
+			if err := h.inspect.BackendPool.Delete(h.ctx, h.rg(), testLB, webPool); err != nil {
+				h.t.Fatal(err)
+			}
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h, key := webHarness(t, harnessOptions{})
-			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 1})
+			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
 			h.pools.setHook(func(op, _ string, call func() error) error {
 				if op == "put" {
+					h.pools.setHook(nil)
 					tc.during(h, key)
 				}
 				return call()
@@ -671,9 +670,8 @@ func TestRetry_15_StaleServiceOrMovedLBDroppedBeforeRequeue(t *testing.T) {
 
 	t.Run("stale at drain: no ARM call", func(t *testing.T) {
 		h, key := webHarness(t, harnessOptions{})
-		h.u.mu.Lock()
-		h.u.registry[key] = registration{lb: "lb-2", families: []v1.IPFamily{v1.IPv4Protocol}}
-		h.u.mu.Unlock()
+		h.unregister(key, testLB)
+		h.resetRequests()
 		h.tick(testInterval)
 		h.expectNoARM(webPool)
 		h.expectEvents()
@@ -691,7 +689,7 @@ func (h *harness) concurrentWrite(pool string) {
 				Name: to.Ptr("foreign"),
 				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
 					IPAddress:      to.Ptr("10.240.0.99"),
-					VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(h.u.vnetID)},
+					VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(h.u.policy.VNetID)},
 				},
 			}},
 		},
@@ -701,115 +699,61 @@ func (h *harness) concurrentWrite(pool string) {
 	}
 }
 
-// blockedTick starts a tick whose first PUT blocks until release is
-// closed, and returns once the PUT is in flight.
-func (h *harness) blockedTick() (release chan struct{}, done chan struct{}) {
-	inCall := make(chan struct{})
-	release = make(chan struct{})
-	done = make(chan struct{})
-	h.pools.setHook(func(op, _ string, call func() error) error {
-		if op == "put" {
-			h.pools.setHook(nil)
-			close(inCall)
-			<-release
-		}
-		return call()
-	})
-	h.clock.Step(testInterval)
-	go func() {
-		defer close(done)
-		h.u.process(h.ctx)
-	}()
-	<-inCall
-	return release, done
-}
-
-// reconcileWhileBlocked runs what the Service reconcile does (under the
-// service-reconcile lock) in a goroutine, and reports what it saw in the
-// queue when it got the lock.
-func (h *harness) reconcileWhileBlocked(do func()) (sawQueue chan []string, finished chan struct{}) {
-	sawQueue = make(chan []string, 1)
-	finished = make(chan struct{})
-	go func() {
-		defer close(finished)
-		h.lock.Lock("EnsureLoadBalancer")
-		defer h.lock.Unlock()
-		var q []string
-		for _, op := range h.queueList() {
-			q = append(q, fmt.Sprintf("%s/%d", op.service, op.retryCount))
-		}
-		sawQueue <- q
-		do()
-	}()
-	return sawQueue, finished
-}
-
-func TestRetry_16_RequeueSerializedWithLBMigration(t *testing.T) {
+// A requeued entry follows its Service: when the Service reconcile moves
+// it to another load balancer, the retry writes the pool where it is now,
+// and nothing is written where it was.
+func TestRetry_16_RequeuedEntryFollowsAServiceThatMoved(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
-	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 1})
-	release, done := h.blockedTick()
-	if !h.lock.held.Load() {
-		t.Fatal("the tick does not hold the service-reconcile lock during ARM calls")
-	}
-	// The reconcile moves the Service to lb-2 (Register with the new load
-	// balancer); it must wait for the tick.
-	saw, finished := h.reconcileWhileBlocked(func() { h.u.Register(key, "lb-2", []v1.IPFamily{v1.IPv4Protocol}) })
-	select {
-	case <-finished:
-		t.Fatal("the reconcile ran while the tick held the lock")
-	default:
-	}
-	close(release)
-	<-done
-	<-finished
-	if got := <-saw; !reflect.DeepEqual(got, []string{key + "/1"}) {
-		t.Fatalf("the reconcile saw queue %v; want the requeued entry %s/1", got, key)
-	}
+	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
+	h.tick(testInterval)
 	h.expectEvents(key + " " + reasonRetrying)
-	h.expectQueued() // Register(lb-2) removed it
+	h.expectQueued(key + "@" + webPool + "/1")
+
+	// The Service reconcile moves the Service to lb-2: its pool leaves
+	// kubernetes and is created there.
+	h.createLB(otherLB)
+	h.unregister(key, testLB)
+	h.register(key, otherLB)
 	h.resetRequests()
 	h.tick(testInterval)
-	h.expectNoARM(webPool)
-	h.expectEvents()
-	if _, ok := h.lock.callers.Load(LockCaller); !ok {
-		t.Errorf("the updater did not take the lock as %s", LockCaller)
+	h.expectEvents(key + " " + reasonUpdated)
+	if lb := h.poolLB(webPool); lb != otherLB {
+		t.Fatalf("the pool is on %s", lb)
 	}
+	h.expectPool(webPool, "n1", "n2")
+	for _, r := range h.env.Emulator().Requests() {
+		if r.Method == http.MethodPut && strings.Contains(r.Path, "/loadBalancers/"+testLB+"/backendAddressPools/") {
+			t.Errorf("wrote the old location: %s", r.Path)
+		}
+	}
+	h.expectQueued()
 }
 
-func TestRetry_17_RequeueSerializedWithServiceDeletion(t *testing.T) {
-	t.Run("Unregister after the requeue", func(t *testing.T) {
-		h, key := webHarness(t, harnessOptions{})
-		h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 1})
-		release, done := h.blockedTick()
-		saw, finished := h.reconcileWhileBlocked(func() { h.u.Unregister(key) })
-		close(release)
-		<-done
-		<-finished
-		if got := <-saw; !reflect.DeepEqual(got, []string{key + "/1"}) {
-			t.Fatalf("the deletion saw queue %v; want the requeued entry", got)
-		}
-		h.expectEvents(key + " " + reasonRetrying)
-		h.expectQueued()
-		h.resetRequests()
-		h.tick(testInterval)
-		h.expectNoARM(webPool)
-		h.expectEvents()
-	})
-	t.Run("dropped by the next tick's relevance check", func(t *testing.T) {
-		h, key := webHarness(t, harnessOptions{})
-		h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 1})
-		h.tick(testInterval)
-		h.expectEvents(key + " " + reasonRetrying)
-		h.expectQueued(key + "@" + webPool + "/1")
-		// The Service is deleted; the provider has not unregistered it yet.
-		h.deleteService("default", "web")
-		h.resetRequests()
-		h.tick(testInterval)
-		h.expectNoARM(webPool)
-		h.expectEvents()
-		h.expectQueued()
-		h.expectMetrics(0, 0)
-	})
+// A requeued entry of a Service deleted meanwhile is dropped by the next
+// tick's relevance check, quietly and without an ARM call.
+func TestRetry_17_RequeuedEntryOfADeletedServiceIsDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete func(h *harness, key string)
+	}{
+		{"the Service is gone", func(h *harness, _ string) { h.deleteService("default", "web") }},
+		{"its pool is gone", func(h *harness, key string) { h.unregister(key, testLB) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, key := webHarness(t, harnessOptions{})
+			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
+			h.tick(testInterval)
+			h.expectEvents(key + " " + reasonRetrying)
+			h.expectQueued(key + "@" + webPool + "/1")
+			tc.delete(h, key)
+			h.resetRequests()
+			h.tick(testInterval)
+			h.expectNoARM(webPool)
+			h.expectEvents()
+			h.expectQueued()
+			h.expectMetrics(0, 0)
+		})
+	}
 }
 
 func TestRetry_18_ServiceGoneWhileParkedDroppedQuietly(t *testing.T) {
@@ -826,35 +770,38 @@ func TestRetry_18_ServiceGoneWhileParkedDroppedQuietly(t *testing.T) {
 	h.expectMetrics(0, 0)
 }
 
+// With collision-free pool names a group holds one Service's entry, but
+// settle still reports once per distinct Service of a group: a group built
+// with two Services' entries gets one event each, not one in all.
 func TestRetry_19_OneEventPerDistinctServiceInGroup(t *testing.T) {
 	one := 1
-	h, a, b := sharedHarness(t, harnessOptions{maxRetries: &one})
-	// Several endpoint changes per Service, merged into one entry each.
-	h.setSlice("a-b", "c", "c-slice-1", "n1")
-	h.setSlice("a-b", "c", "c-slice-2", "n2")
-	h.setSlice("a", "b-c", "b-c-slice-1", "n3")
-	h.setSlice("a", "b-c", "b-c-slice-2", "n1")
-	h.eventually("both queued with all slices", func() bool {
-		oa, ob := h.queued(a, sharedPool), h.queued(b, sharedPool)
-		return oa != nil && ob != nil && oa.nodes.Len() == 2 && ob.nodes.Len() == 2
-	})
-	h.fault(http.MethodPut, sharedPool, emulator.Fault{Status: http.StatusConflict, Count: 2})
-	h.tick(testInterval)
+	h := newHarness(t, harnessOptions{maxRetries: &one})
+	h.addNode("n1", "10.240.0.4")
+	a := h.localService("default", "web")
+	h.addService("default", "api")
+	b := "default/api"
+	g := &opGroup{key: groupKey{lb: testLB, pool: webPool}, lb: testLB, pool: webPool, family: v1.IPv4Protocol, ops: []*operation{
+		{service: a, pool: webPool, family: v1.IPv4Protocol, nodes: sets.New("n1")},
+		{service: a, pool: webPool, family: v1.IPv4Protocol, nodes: sets.New("n1")},
+		{service: b, pool: webPool, family: v1.IPv4Protocol, nodes: sets.New("n1")},
+	}}
+	conflict := &poolError{op: "update", lb: testLB, pool: webPool, err: testutil.RespErr(http.StatusConflict, "AnotherOperationInProgress")}
+	requeued := h.u.settle(h.ctx, g, result{err: conflict, mc: metrics.NewMetricContext(MetricPrefix, MetricRequest, "rg", "s", h.source)})
 	h.expectEvents(a+" "+reasonRetrying, b+" "+reasonRetrying)
-	h.tick(testInterval)
+	if len(requeued) != 3 {
+		t.Fatalf("requeued %d entries, want all 3", len(requeued))
+	}
+	g.ops = requeued
+	h.u.settle(h.ctx, g, result{err: conflict, mc: metrics.NewMetricContext(MetricPrefix, MetricRequest, "rg", "s", h.source)})
 	h.expectEvents(a+" "+reasonFailed, b+" "+reasonFailed)
 	h.expectMetrics(1, 1)
-	h.expectQueued()
-
-	h.setSlice("a-b", "c", "c-slice-1", "n3")
-	h.setSlice("a", "b-c", "b-c-slice-1", "n2")
-	h.eventually("both queued again", func() bool { return len(h.queueList()) == 2 })
-	h.tick(testInterval)
+	h.u.settle(h.ctx, g, result{diff: backendpool.Diff{Changed: true, Members: 1}, mc: metrics.NewMetricContext(MetricPrefix, MetricRequest, "rg", "s", h.source)})
 	h.expectEvents(a+" "+reasonUpdated, b+" "+reasonUpdated)
-	h.expectPool(sharedPool, "n1", "n2", "n3")
 }
 
-func TestRetry_20_UnregisterRemovesParkedOperations(t *testing.T) {
+// A parked entry whose pool is removed (the Service left its load balancer)
+// is dropped at the next tick, before its Retry-After, without an ARM call.
+func TestRetry_20_ParkedOperationOfARemovedPoolIsDropped(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "300", Count: 1})
 	h.tick(testInterval)
@@ -862,10 +809,10 @@ func TestRetry_20_UnregisterRemovesParkedOperations(t *testing.T) {
 	if op := h.queued(key, webPool); op == nil || !op.nextEligibleAt.After(h.clock.Now()) {
 		t.Fatalf("queued = %v, want parked", op)
 	}
-	h.unregister(key)
-	h.expectQueued()
+	h.unregister(key, testLB)
 	h.resetRequests()
-	h.tick(300 * time.Second)
+	h.tick(testInterval)
+	h.expectQueued()
 	h.expectNoARM(webPool)
 	h.expectEvents()
 }
@@ -893,7 +840,10 @@ func TestRetry_21_ShutdownWithParkedOperationsIsQuiet(t *testing.T) {
 		h.expectMetrics(0, 0)
 	})
 	t.Run("cancellation during an ARM call", func(t *testing.T) {
-		h, _ := webHarness(t, harnessOptions{})
+		// The store finishes a write it started (it stops writing only when
+		// the leader's context ends); the updater requeues nothing and
+		// reports no retry or failure.
+		h, key := webHarness(t, harnessOptions{})
 		ctx, cancel := context.WithCancel(h.ctx)
 		h.pools.setHook(func(op, _ string, call func() error) error {
 			if op == "put" {
@@ -904,8 +854,7 @@ func TestRetry_21_ShutdownWithParkedOperationsIsQuiet(t *testing.T) {
 		h.clock.Step(testInterval)
 		h.u.process(ctx)
 		h.expectQueued()
-		h.expectEvents()
-		h.expectMetrics(0, 0)
+		h.expectEvents(key + " " + reasonUpdated)
 	})
 }
 
@@ -940,7 +889,7 @@ func TestRetry_22_ExplicitZeroMaxRetriesDisablesRetry(t *testing.T) {
 	if h.u.MaxRetries() != 0 {
 		t.Fatalf("MaxRetries() = %d", h.u.MaxRetries())
 	}
-	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 1})
+	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
 	h.tick(testInterval)
 	evs := h.expectEvents(key + " " + reasonFailed)
 	if !strings.Contains(evs[0].message, "failed after 0 retries") {
@@ -952,7 +901,7 @@ func TestRetry_22_ExplicitZeroMaxRetriesDisablesRetry(t *testing.T) {
 
 func TestRetry_23_RetriedThenSucceededRecordsOneSuccessMetric(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
-	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 2})
+	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 2 * conflictsPerTick})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "40", Count: 1})
 	h.tick(testInterval) // GET 429: parked
 	h.tick(testInterval) // parked

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
 )
 
@@ -44,7 +45,7 @@ func TestNewUpdaterValidates(t *testing.T) {
 	if err == nil {
 		t.Fatal("NewUpdater with no options succeeded")
 	}
-	for _, field := range []string{"Lock", "Pools", "Nodes", "Services", "EndpointSlices", "VirtualNetworkID"} {
+	for _, field := range []string{"Store", "Nodes", "Services", "EndpointSlices", "Policy.VNetID"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not name %s", err, field)
 		}
@@ -59,15 +60,8 @@ func TestFromConfig(t *testing.T) {
 	}
 	cfg.SubscriptionID, cfg.ResourceGroup, cfg.VnetName = "sub", "rg", "vnet"
 	o := FromConfig(cfg, Options{Source: "kept"})
-	if o.Interval != 7*time.Second || EffectiveMaxRetries(o.MaxRetries) != 3 || !o.IncludeControlPlaneNodes ||
-		o.SubscriptionID != "sub" || o.Source != "kept" ||
-		o.VirtualNetworkID != "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet" {
-		t.Fatalf("FromConfig = %+v", o)
-	}
-	cfg.VnetResourceGroup = "net-rg"
-	cfg.ExcludeMasterFromStandardLB = nil
-	o = FromConfig(cfg, Options{})
-	if o.IncludeControlPlaneNodes || !strings.Contains(o.VirtualNetworkID, "/resourceGroups/net-rg/") {
+	if o.Interval != 7*time.Second || EffectiveMaxRetries(o.MaxRetries) != 3 || o.Policy != backendpool.PolicyFromConfig(cfg) ||
+		o.Policy.ExcludeControlPlane || o.SubscriptionID != "sub" || o.Source != "kept" {
 		t.Fatalf("FromConfig = %+v", o)
 	}
 	if got := FromConfig(nil, Options{Source: "x"}); got.Source != "x" {

@@ -31,7 +31,7 @@ func (u *Updater) settle(ctx context.Context, g *opGroup, res result) []*operati
 	if res.err == nil {
 		// An attempt that found the pool already right writes nothing and
 		// sends no event, unless it ends a series of Retrying events.
-		for _, so := range u.distinctServices(g.ops) {
+		for _, so := range u.distinctServices(ctx, g.ops) {
 			switch {
 			case res.diff.Changed:
 				u.recorder.Eventf(so.svc, v1.EventTypeNormal, EventReasonPoolUpdated, msgUpdated,
@@ -56,7 +56,7 @@ func (u *Updater) settle(ctx context.Context, g *opGroup, res result) []*operati
 		log.V(2).Info("Local service backend pool is gone; dropped its update", "err", res.err)
 		return nil
 	case OutcomeTerminal:
-		services := u.distinctServices(g.ops)
+		services := u.distinctServices(ctx, g.ops)
 		if len(services) == 0 {
 			return nil
 		}
@@ -77,7 +77,7 @@ func (u *Updater) settle(ctx context.Context, g *opGroup, res result) []*operati
 	failed := false
 	seen := map[string]bool{}
 	for _, op := range g.ops {
-		svc, ok := u.relevant(op)
+		svc, ok := u.relevant(ctx, op)
 		if !ok {
 			continue
 		}
@@ -89,9 +89,15 @@ func (u *Updater) settle(ctx context.Context, g *opGroup, res result) []*operati
 				u.recorder.Eventf(svc, v1.EventTypeWarning, EventReasonPoolUpdateFailed, msgFailedRetries, op.retryCount, text)
 			}
 			log.Error(res.err, "Local service backend pool update failed; retries exhausted", "service", op.service, "retries", op.retryCount)
-			continue
+			if op.freshRetries >= u.maxRetries {
+				continue
+			}
+			// A fresh change merged into the exhausted entry keeps its own
+			// budget: the entry lives on as that change.
+			op.retryCount = op.freshRetries
 		}
 		op.retryCount++
+		op.freshRetries++
 		op.nextEligibleAt = time.Time{}
 		if retryAfter.After(now) {
 			op.nextEligibleAt = retryAfter

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -15,13 +14,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
-	"github.com/azlb/azlb/internal/provider"
+	"github.com/azlb/azlb/internal/lbstore"
 )
-
-var _ provider.LocalServices = (*Updater)(nil)
 
 // Updater keeps the dedicated backend pools of ExternalTrafficPolicy=Local
 // Services current with the nodes that run their endpoints. See the package
@@ -29,39 +25,25 @@ var _ provider.LocalServices = (*Updater)(nil)
 type Updater struct {
 	clock      clock.WithTicker
 	recorder   record.EventRecorder
-	lock       Locker
-	pools      PoolBackend
+	store      *lbstore.Store
+	policy     backendpool.Policy
 	nodes      corelisters.NodeLister
 	services   corelisters.ServiceLister
 	slices     discoverylisters.EndpointSliceLister
 	interval   time.Duration
 	maxRetries int
-	vnetID     string
-	includeCP  bool
-	adminState backendpool.StateFunc // nil: entries are None
 	sub        string
 	source     string
 
-	synced       []cache.InformerSynced
-	slicesSynced cache.InformerSynced
+	synced []cache.InformerSynced
 
-	// mu guards registry and queue (the design's updater lock). Lock order:
-	// the service-reconcile lock, then mu; never the other way round.
-	mu       sync.Mutex
-	registry map[string]registration
-	queue    *queue
-}
-
-// registration is where a Service's dedicated pools are, as the provider
-// last reconciled it.
-type registration struct {
-	lb       string
-	families []v1.IPFamily
+	// mu guards the queue.
+	mu    sync.Mutex
+	queue *queue
 }
 
 // NewUpdater builds the updater and registers its EndpointSlice handler.
-// Call Run to start the tick loop; the Register, Unregister and
-// EndpointNodes methods may be used before (the provider calls them).
+// Call Run to start the tick loop.
 func NewUpdater(opts Options) (*Updater, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -85,19 +67,15 @@ func NewUpdater(opts Options) (*Updater, error) {
 	u := &Updater{
 		clock:      clk,
 		recorder:   rec,
-		lock:       opts.Lock,
-		pools:      opts.Pools,
+		store:      opts.Store,
+		policy:     opts.Policy,
 		nodes:      opts.Nodes.Lister(),
 		services:   opts.Services.Lister(),
 		slices:     opts.EndpointSlices.Lister(),
 		interval:   interval,
 		maxRetries: EffectiveMaxRetries(opts.MaxRetries),
-		vnetID:     opts.VirtualNetworkID,
-		includeCP:  opts.IncludeControlPlaneNodes,
-		adminState: stateFunc(opts.DisableAdminState),
 		sub:        opts.SubscriptionID,
 		source:     src,
-		registry:   map[string]registration{},
 		queue:      newQueue(),
 	}
 	reg, err := opts.EndpointSlices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -108,7 +86,6 @@ func NewUpdater(opts Options) (*Updater, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localservice: register EndpointSlice handler: %w", err)
 	}
-	u.slicesSynced = opts.EndpointSlices.Informer().HasSynced
 	u.synced = []cache.InformerSynced{reg.HasSynced, opts.Nodes.Informer().HasSynced, opts.Services.Informer().HasSynced}
 	return u, nil
 }
@@ -160,42 +137,4 @@ func (u *Updater) discard(ctx context.Context) {
 	if n > 0 {
 		klog.FromContext(ctx).V(2).Info("Dropped queued local service pool updates on shutdown", "count", n)
 	}
-}
-
-// Register records that the Service's dedicated pools are on lbName for
-// the families (provider.LocalServices; called under the service-reconcile
-// lock). Queued updates of the Service for another load balancer or a
-// family it no longer has are dropped (the design's removeOperation on a
-// move).
-func (u *Updater) Register(key, lbName string, families []v1.IPFamily) {
-	reg := registration{lb: lbName, families: append([]v1.IPFamily(nil), families...)}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.registry[key] = reg
-	u.queue.remove(func(op *operation) bool { return op.service == key && !reg.covers(op) })
-}
-
-// Unregister forgets the Service and drops its queued updates, parked ones
-// included (provider.LocalServices; called under the service-reconcile
-// lock).
-func (u *Updater) Unregister(key string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	delete(u.registry, key)
-	u.queue.remove(func(op *operation) bool { return op.service == key })
-}
-
-// registered returns the Service's registration.
-func (u *Updater) registered(key string) (registration, bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	r, ok := u.registry[key]
-	return r, ok
-}
-
-func stateFunc(disabled bool) backendpool.StateFunc {
-	if disabled {
-		return nil
-	}
-	return adminstate.DesiredState
 }

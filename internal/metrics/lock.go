@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 )
@@ -24,4 +25,12 @@ func LockWithWaitMetricClock(clk clock.PassiveClock, l sync.Locker, lock, caller
 	start := clk.Now()
 	l.Lock()
 	lockWait.WithLabelValues(lock, caller).Observe(clk.Since(start).Seconds())
+}
+
+// ObserveLockWait records, in cloudprovider_azure_lock_wait_duration_seconds,
+// a wait the caller measured itself (for example the time a change waited in
+// a write queue for its round).
+func ObserveLockWait(lock, caller string, d time.Duration) {
+	Register()
+	lockWait.WithLabelValues(lock, caller).Observe(d.Seconds())
 }

@@ -46,10 +46,7 @@ func benchEnv(b *testing.B) (*devenv.Env, *Provider) {
 		b.Fatal(err)
 	}
 	b.Cleanup(clients.Close)
-	p, err := New(Options{Config: env.Config, Clients: clients})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := newProvider(b, env.Config, clients, nil)
 	env.Emulator().SetLatency(benchLatency)
 	return env, p
 }

@@ -12,12 +12,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbstore"
 )
 
 // ProviderName is the cloud provider name azlb registers (--cloud-provider).
@@ -31,6 +33,9 @@ type Cloud struct {
 	*Provider
 	Config  *config.Config
 	Clients *azure.Clients
+	// Store is the one reader and writer of load balancers and backend
+	// pools; Initialize starts its writer.
+	Store *lbstore.Store
 
 	// Extensions start azlb's own controllers (admin state, local service
 	// updater). The framework calls Initialize and SetInformers on the
@@ -78,16 +83,21 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Options{Config: cfg, Clients: clients})
+	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	if err != nil {
+		return nil, err
+	}
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store})
 	if err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
-	return &Cloud{Provider: p, Config: cfg, Clients: clients}, nil
+	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store}, nil
 }
 
-// Initialize wires the event recorder. It is called once by the framework
-// before any controller starts.
+// Initialize wires the event recorder and starts the store's writer. It is
+// called once by the framework, on the elected leader, before any controller
+// starts; stop closes when leadership ends, and with it every write.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	client := clientBuilder.ClientOrDie("azlb-cloud-provider")
 	c.client = client
@@ -96,6 +106,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	broadcaster.StartStructuredLogging(0)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c.recorder = broadcaster.NewRecorder(recordScheme(), v1.EventSource{Component: "azlb-controller-manager"})
+	go c.Store.Run(c.ctx)
 	go func() {
 		<-stop
 		broadcaster.Shutdown()
@@ -107,8 +118,13 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 // manager: running without it would silently lose a feature azure.json
 // asked for.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
-	c.namespaces = f.Core().V1().Namespaces().Lister()
-	c.nodes = f.Core().V1().Nodes().Lister()
+	slices := f.Discovery().V1().EndpointSlices()
+	var listSlices discoverylisters.EndpointSliceLister
+	var synced func() bool
+	if c.Config.UseMultipleStandardLoadBalancers() {
+		listSlices, synced = slices.Lister(), slices.Informer().HasSynced
+	}
+	c.SetListers(f.Core().V1().Namespaces().Lister(), f.Core().V1().Nodes().Lister(), listSlices, synced)
 	for _, ext := range c.Extensions {
 		if err := ext(c.ctx, c, f, c.client, c.recorder); err != nil {
 			klog.Fatalf("Starting azlb controller: %v", err)

@@ -9,19 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/names"
 )
-
-// lbRef identifies a load balancer and builds the ARM ids of its children.
-type lbRef struct {
-	subscription, resourceGroup, name string
-}
-
-func (r lbRef) id() string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/%s",
-		r.subscription, r.resourceGroup, r.name)
-}
-
-func (r lbRef) childID(kind, name string) string { return r.id() + "/" + kind + "/" + name }
 
 // frontendInput is what the frontend of one IP family points at: a public IP
 // (public load balancer) or a subnet with an optional static private address
@@ -48,7 +37,7 @@ type serviceLBState struct {
 type desiredInput struct {
 	svc      *v1.Service
 	spec     *annotations.ServiceSpec
-	lb       lbRef
+	lb       names.LoadBalancerRef
 	frontend frontendInput
 	// poolName is the backend pool the rules send traffic to.
 	poolName string
@@ -64,16 +53,16 @@ type desiredInput struct {
 // probes for one IP family. It is pure.
 func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 	svc, spec := in.svc, in.spec
-	fe := frontendName(svc, in.frontend.family)
+	fe := names.Frontend(svc, in.frontend.family)
 	st := &serviceLBState{frontend: buildFrontend(fe, in.frontend)}
-	feID := in.lb.childID("frontendIPConfigurations", fe)
-	poolID := in.lb.childID("backendAddressPools", in.poolName)
+	feID := in.lb.Child("frontendIPConfigurations", fe)
+	poolID := in.lb.Child("backendAddressPools", in.poolName)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
 
 	if spec.HAPorts {
 		// One rule for every port and protocol: internal load balancers only
 		// (annotations.Parse rejects HA ports on public Services).
-		name := frontendBaseName(svc) + "-HA" + familySuffix(in.frontend.family)
+		name := names.HARule(svc, in.frontend.family)
 		rule := &armnetwork.LoadBalancingRule{
 			Name: to.Ptr(name),
 			Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
@@ -108,7 +97,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("service %s/%s port %d: %w", svc.Namespace, svc.Name, port.Port, err)
 		}
-		name := ruleName(svc, port.Protocol, port.Port, in.frontend.family)
+		name := names.Rule(svc, port.Protocol, port.Port, in.frontend.family)
 		backendPort := port.Port
 		if !spec.EnableFloatingIP {
 			backendPort = port.NodePort
@@ -149,7 +138,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) (*armnetwork.Probe, error) {
 	if in.sharedProbe && !local {
 		return &armnetwork.Probe{
-			Name: to.Ptr(SharedProbeName),
+			Name: to.Ptr(names.SharedProbe),
 			Properties: &armnetwork.ProbePropertiesFormat{
 				Protocol:          to.Ptr(armnetwork.ProbeProtocolHTTP),
 				Port:              to.Ptr(in.sharedProbePort),
@@ -177,12 +166,12 @@ func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) (*
 	return &armnetwork.Probe{Name: to.Ptr(name), Properties: props}, nil
 }
 
-func (st *serviceLBState) attachProbe(rule *armnetwork.LoadBalancingRule, probe *armnetwork.Probe, lb lbRef) {
+func (st *serviceLBState) attachProbe(rule *armnetwork.LoadBalancingRule, probe *armnetwork.Probe, lb names.LoadBalancerRef) {
 	if probe == nil {
 		return
 	}
-	rule.Properties.Probe = &armnetwork.SubResource{ID: to.Ptr(lb.childID("probes", *probe.Name))}
-	if *probe.Name == SharedProbeName {
+	rule.Properties.Probe = &armnetwork.SubResource{ID: to.Ptr(lb.Child("probes", *probe.Name))}
+	if *probe.Name == names.SharedProbe {
 		st.sharedProbe = probe
 		return
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -22,35 +23,39 @@ import (
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // harness is a provider wired to a seeded in-process emulator.
 type harness struct {
 	env      *devenv.Env
+	clients  *azure.Clients
 	p        *Provider
 	recorder *record.FakeRecorder
 }
 
 func newHarness(t *testing.T, mutate func(*config.Config)) *harness {
 	t.Helper()
-	ctx := context.Background()
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{}, mutate)
-	if err != nil {
-		t.Fatalf("devenv: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Close() })
-	clients, err := env.Clients(ctx, azure.ClientOptions{})
-	if err != nil {
-		t.Fatalf("clients: %v", err)
-	}
-	t.Cleanup(clients.Close)
-	rec := record.NewFakeRecorder(100)
-	p, err := New(Options{Config: env.Config, Clients: clients, Recorder: rec})
+	env := testutil.StartEmulator(t, emulator.Options{}, mutate)
+	clients := testutil.Clients(t, env, azure.ClientOptions{})
+	h := &harness{env: env, clients: clients, recorder: record.NewFakeRecorder(100)}
+	h.p = newProvider(t, env.Config, clients, h.recorder)
+	env.Emulator().ResetRequests() // count only what the test does, not the seeding
+	return h
+}
+
+// newProvider builds a provider (as a restarted controller would: a new
+// store with an empty cache) on the clients.
+func newProvider(t testing.TB, cfg *config.Config, clients *azure.Clients, rec record.EventRecorder) *Provider {
+	t.Helper()
+	store := testutil.StartStore(t, lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Recorder: rec})
 	if err != nil {
 		t.Fatalf("provider: %v", err)
 	}
-	env.Emulator().ResetRequests() // count only what the test does, not the seeding
-	return &harness{env: env, p: p, recorder: rec}
+	return p
 }
 
 // writes counts ARM writes in the emulator's request log.
@@ -66,7 +71,7 @@ func (h *harness) writes() int {
 
 func (h *harness) lb(t *testing.T, name string) *armnetwork.LoadBalancer {
 	t.Helper()
-	lb, err := h.p.clients.LoadBalancer.Get(context.Background(), devenv.ResourceGroup, name)
+	lb, err := h.clients.LoadBalancer.Get(context.Background(), devenv.ResourceGroup, name)
 	if err != nil {
 		if azure.Classify(err) == azure.ClassStale {
 			return nil
@@ -141,12 +146,12 @@ func TestServiceLifecycleAgainstEmulator(t *testing.T) {
 	if lb := h.lb(t, "kubernetes"); lb != nil {
 		t.Fatalf("load balancer still exists with %d frontends", frontendCount(lb))
 	}
-	pips, err := h.p.clients.PublicIP.List(ctx, devenv.ResourceGroup)
+	pips, err := h.clients.PublicIP.List(ctx, devenv.ResourceGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pip := range pips {
-		if strings.Contains(deref(pip.Name), frontendBaseName(svc)) {
+		if strings.Contains(deref(pip.Name), names.FrontendBase(svc)) {
 			t.Fatalf("owned public IP %s not deleted", deref(pip.Name))
 		}
 	}
@@ -191,7 +196,7 @@ func TestMultipleSLBPlacementAndRestart(t *testing.T) {
 	want := map[string]string{"a": "kubernetes", "b": "lb-2", "c": "lb-3"}
 	for svcName, lbName := range want {
 		lb := h.lb(t, lbName)
-		base := map[string]string{"a": frontendBaseName(svcA), "b": frontendBaseName(svcB), "c": frontendBaseName(svcC)}[svcName]
+		base := map[string]string{"a": names.FrontendBase(svcA), "b": names.FrontendBase(svcB), "c": names.FrontendBase(svcC)}[svcName]
 		if lb == nil || !hasOwnedFrontend(lb, base) {
 			t.Errorf("service %s is not on %s", svcName, lbName)
 		}
@@ -213,7 +218,8 @@ func TestMultipleSLBPlacementAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer clients.Close()
-	p2, err := New(Options{Config: h.env.Config, Clients: clients})
+	p2, err := New(Options{Config: h.env.Config, Clients: clients,
+		Store: testutil.StartStore(t, lbstore.Options{Config: h.env.Config, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +322,7 @@ func TestPublicToInternalMovesAndCleansUp(t *testing.T) {
 	}
 	// A user-owned public IP for a second Service, which must survive.
 	userPIP := "user-owned-pip"
-	if _, err := h.p.clients.PublicIP.CreateOrUpdate(ctx, devenv.ResourceGroup, userPIP, armnetwork.PublicIPAddress{
+	if _, err := h.clients.PublicIP.CreateOrUpdate(ctx, devenv.ResourceGroup, userPIP, armnetwork.PublicIPAddress{
 		Location:   to.Ptr(devenv.Location),
 		SKU:        &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
@@ -336,16 +342,16 @@ func TestPublicToInternalMovesAndCleansUp(t *testing.T) {
 	if len(st.Ingress) != 1 || !strings.HasPrefix(st.Ingress[0].IP, "10.240.") {
 		t.Fatalf("ingress %+v, want a private address from the subnet", st.Ingress)
 	}
-	if lb := h.lb(t, "kubernetes"); lb == nil || hasOwnedFrontend(lb, frontendBaseName(svc)) {
+	if lb := h.lb(t, "kubernetes"); lb == nil || hasOwnedFrontend(lb, names.FrontendBase(svc)) {
 		t.Fatal("public frontend not removed (or the other Service's load balancer deleted)")
 	}
-	if _, err := h.p.clients.PublicIP.Get(ctx, devenv.ResourceGroup, publicIPName("kubernetes", svc, v1.IPv4Protocol)); azure.Classify(err) != azure.ClassStale {
+	if _, err := h.clients.PublicIP.Get(ctx, devenv.ResourceGroup, names.PublicIP("kubernetes", svc, v1.IPv4Protocol)); azure.Classify(err) != azure.ClassStale {
 		t.Fatalf("owned public IP of the moved Service still exists (err=%v)", err)
 	}
 	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.p.clients.PublicIP.Get(ctx, devenv.ResourceGroup, userPIP); err != nil {
+	if _, err := h.clients.PublicIP.Get(ctx, devenv.ResourceGroup, userPIP); err != nil {
 		t.Fatalf("user-owned public IP deleted: %v", err)
 	}
 }
@@ -376,7 +382,7 @@ func TestMultipleSLBMoveKeepsPublicIP(t *testing.T) {
 	if lb := h.lb(t, "lb-2"); lb != nil {
 		t.Fatalf("lb-2 still exists with %d frontends", frontendCount(lb))
 	}
-	if lb := h.lb(t, "lb-3"); lb == nil || !hasOwnedFrontend(lb, frontendBaseName(svc)) {
+	if lb := h.lb(t, "lb-3"); lb == nil || !hasOwnedFrontend(lb, names.FrontendBase(svc)) {
 		t.Fatal("Service not on lb-3")
 	}
 }
@@ -398,7 +404,7 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 	}
 	lb := h.lb(t, "kubernetes")
 	lb.Tags = map[string]*string{"owner": to.Ptr("someone-else")}
-	if _, err := h.p.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, deref(lb.Etag)); err != nil {
+	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, deref(lb.Etag)); err != nil {
 		t.Fatal(err)
 	}
 	h.env.Emulator().ResetRequests()
@@ -416,8 +422,8 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 		t.Fatal("the stale write did not get a 412 (the test did not exercise the conflict)")
 	}
 	lb = h.lb(t, "kubernetes")
-	if !hasOwnedFrontend(lb, frontendBaseName(a)) || !hasOwnedFrontend(lb, frontendBaseName(b)) || deref(lb.Tags["owner"]) != "someone-else" {
-		t.Fatalf("lost an update: a=%v b=%v tag=%q", hasOwnedFrontend(lb, frontendBaseName(a)), hasOwnedFrontend(lb, frontendBaseName(b)), deref(lb.Tags["owner"]))
+	if !hasOwnedFrontend(lb, names.FrontendBase(a)) || !hasOwnedFrontend(lb, names.FrontendBase(b)) || deref(lb.Tags["owner"]) != "someone-else" {
+		t.Fatalf("lost an update: a=%v b=%v tag=%q", hasOwnedFrontend(lb, names.FrontendBase(a)), hasOwnedFrontend(lb, names.FrontendBase(b)), deref(lb.Tags["owner"]))
 	}
 }
 
@@ -426,27 +432,16 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 // Retry-After, and the next reconcile after it succeeds.
 func TestThrottledMidReconcile(t *testing.T) {
 	ctx := context.Background()
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() })
+	env := testutil.StartEmulator(t, emulator.Options{}, nil)
 	clk := clocktesting.NewFakeClock(time.Now())
-	clients, err := env.Clients(ctx, azure.ClientOptions{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(clients.Close)
-	p, err := New(Options{Config: env.Config, Clients: clients})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := testutil.Clients(t, env, azure.ClientOptions{Clock: clk})
+	p := newProvider(t, env.Config, clients, nil)
 	if _, err := env.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: "/loadBalancers/[^/]+$", Count: 1, Status: http.StatusTooManyRequests, Code: "SubscriptionRequestsThrottled", RetryAfter: "30"}); err != nil {
 		t.Fatal(err)
 	}
 	svc := testService("web", "99999999-0000-0000-0000-000000000012", nil, 80)
 	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
-	_, err = p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	_, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
 	if azure.Classify(err) != azure.ClassThrottled {
 		t.Fatalf("err = %v (%s), want a throttling error", err, azure.Classify(err))
 	}
@@ -506,16 +501,25 @@ func TestAdminStateDisabledWritesNone(t *testing.T) {
 	}
 }
 
-// fakeLocal is a LocalServices whose endpoints run on fixed nodes.
-type fakeLocal struct {
-	nodes      sets.Set[string]
-	registered map[string]string
+// sliceLister serves EndpointSlices that put the Service's ready endpoints
+// on the nodes.
+func sliceLister(t *testing.T, ns, svc string, nodes ...string) discoverylisters.EndpointSliceLister {
+	t.Helper()
+	idx := newSliceIndex()
+	setSlice(t, idx, ns, svc, nodes...)
+	return listerOf(idx)
 }
 
-func (f *fakeLocal) Register(key, lb string, _ []v1.IPFamily) { f.registered[key] = lb }
-func (f *fakeLocal) Unregister(key string)                    { delete(f.registered, key) }
-func (f *fakeLocal) EndpointNodes(*v1.Service) (sets.Set[string], error) {
-	return f.nodes, nil
+func setSlice(t *testing.T, idx cache.Indexer, ns, svc string, nodes ...string) {
+	t.Helper()
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc + "-1",
+		Labels: map[string]string{discoveryv1.LabelServiceName: svc}}, AddressType: discoveryv1.AddressTypeIPv4}
+	for _, n := range nodes {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.0.1"}, NodeName: to.Ptr(n)})
+	}
+	if err := idx.Add(s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A Local Service's dedicated pool follows the Service: created with its
@@ -525,8 +529,7 @@ func TestLocalServicePoolLifecycle(t *testing.T) {
 	h := newHarness(t, func(c *config.Config) {
 		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}}
 	})
-	local := &fakeLocal{nodes: sets.New("n2"), registered: map[string]string{}}
-	h.p.SetLocalServices(local)
+	h.p.slices = sliceLister(t, "default", "api", "n2")
 	ctx := context.Background()
 	nodes := []*v1.Node{testNode("n1", "10.240.0.4"), testNode("n2", "10.240.0.5")}
 	svc := testService("api", "efefefef-0000-0000-0000-000000000015", nil, 8080)
@@ -536,14 +539,11 @@ func TestLocalServicePoolLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := h.lb(t, "kubernetes")
-	if got := poolNames(findPool(lb, "default-api")); strings.Join(got, ",") != "n2" {
+	if got := poolNames(findPool(lb, "default.api")); strings.Join(got, ",") != "n2" {
 		t.Fatalf("dedicated pool members %v, want [n2]", got)
 	}
 	if findPool(lb, "kubernetes") != nil {
 		t.Error("a Local Service created the cluster pool")
-	}
-	if local.registered["default/api"] != "kubernetes" {
-		t.Fatalf("not registered with the updater: %v", local.registered)
 	}
 
 	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
@@ -551,13 +551,18 @@ func TestLocalServicePoolLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb = h.lb(t, "kubernetes")
-	if findPool(lb, "default-api") != nil {
+	if findPool(lb, "default.api") != nil {
 		t.Fatal("dedicated pool kept after the Service became Cluster")
 	}
 	if got := poolNames(findPool(lb, "kubernetes")); len(got) != 2 {
 		t.Fatalf("cluster pool members %v, want both nodes", got)
 	}
-	if _, ok := local.registered["default/api"]; ok {
-		t.Fatal("still registered with the updater after becoming Cluster")
-	}
+}
+
+func newSliceIndex() cache.Indexer {
+	return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+}
+
+func listerOf(idx cache.Indexer) discoverylisters.EndpointSliceLister {
+	return discoverylisters.NewEndpointSliceLister(idx)
 }

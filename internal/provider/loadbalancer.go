@@ -11,6 +11,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 )
 
@@ -26,7 +28,7 @@ const (
 // GetLoadBalancerName returns the name every frontend, rule and probe of the
 // Service starts with.
 func (p *Provider) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return frontendBaseName(svc)
+	return names.FrontendBase(svc)
 }
 
 // GetLoadBalancer reports the Service's ingress addresses, if any managed
@@ -73,9 +75,9 @@ func (p *Provider) servicePoolNames(svc *v1.Service, families []v1.IPFamily) []s
 	out := make([]string, 0, len(families))
 	for _, fam := range families {
 		if p.usesLocalPool(svc) {
-			out = append(out, localServicePoolName(svc.Namespace, svc.Name, fam))
+			out = append(out, names.LocalServicePool(svc.Namespace, svc.Name, fam))
 		} else {
-			out = append(out, clusterPoolName(p.clusterName(), fam))
+			out = append(out, names.ClusterPool(p.clusterName(), fam))
 		}
 	}
 	return out
@@ -100,21 +102,20 @@ func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc 
 	if err := p.ensureRebuilt(ctx); err != nil {
 		return err
 	}
-	base := frontendBaseName(svc)
+	base := names.FrontendBase(svc)
 	if err := p.removeFromLBs(ctx, callerDeleted, svc, ""); err != nil {
 		return err
 	}
 	if err := p.deleteOwnedPublicIPs(ctx, svc); err != nil {
 		return err
 	}
-	p.unregisterLocal(svc)
 	p.state.RemoveService(base)
 	return nil
 }
 
 // reconcile is the full EnsureLoadBalancer path.
 func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	log := logger(ctx).WithValues("service", serviceKey(svc))
+	log := logger(ctx).WithValues("service", names.ServiceKey(svc))
 	if err := p.ensureRebuilt(ctx); err != nil {
 		return nil, err
 	}
@@ -131,11 +132,12 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err != nil {
 		return nil, err
 	}
-	base := frontendBaseName(svc)
-	// Public IPs the Service's frontends use now: any of them it no longer
-	// uses after this reconcile (public -> internal, a family dropped, a
-	// different azure-pip-name) is deleted if azlb owns it.
-	previousPIPs, err := p.servicePublicIPs(ctx, base)
+	base := names.FrontendBase(svc)
+	// The Service's frontends as they are now, on any managed load balancer:
+	// public IPs it no longer uses after this reconcile (public -> internal,
+	// a family dropped, a different azure-pip-name) are deleted if azlb owns
+	// them, and an internal frontend that moves keeps its address.
+	previous, err := p.serviceFrontends(ctx, base)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +154,13 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 				subnet = p.cfg.SubnetName
 			}
 			if subnet == "" || p.cfg.VnetName == "" {
-				return nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", serviceKey(svc), annotations.KeyInternalSubnet)
+				return nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
 			}
 			in.subnetID = p.subnetID(subnet)
 			in.privateIP = requestedAddress(svc, spec, fam)
+			if in.privateIP == "" {
+				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
+			}
 		} else {
 			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
 			if err != nil {
@@ -170,7 +175,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	}
 
 	pools := p.servicePoolNames(svc, families)
-	ref := p.ref(lbName)
+	ref := p.lbRef(lbName)
 	maxRules := p.cfg.MaximumLoadBalancerRuleCount
 	mutate := func(lb *armnetwork.LoadBalancer) (bool, error) {
 		states := make([]*serviceLBState, 0, len(inputs))
@@ -191,10 +196,14 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		}
 		if maxRules > 0 {
 			if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
-				return false, &RuleLimitError{LoadBalancer: deref(lb.Name), Service: serviceKey(svc), Rules: total, Limit: maxRules}
+				return false, &RuleLimitError{LoadBalancer: deref(lb.Name), Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
 			}
 		}
-		return applyService(lb, base, states, pools, localPoolNames(svc)), nil
+		adopt := map[string]string{}
+		if p.usesLocalPool(svc) {
+			adopt = legacyLocalPools(svc, families)
+		}
+		return applyService(lb, base, states, pools, localPoolNames(svc), adopt), nil
 	}
 	// A Service that moves (another load balancer, or public <-> internal)
 	// leaves its old load balancer first: its public IP or static private IP
@@ -202,7 +211,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err := p.removeFromLBs(ctx, caller, svc, lbName); err != nil {
 		return nil, err
 	}
-	lb, err := p.committer.apply(ctx, lbName, caller, true, mutate)
+	lb, err := p.store.UpdateLB(ctx, caller, lbName, lbstore.UpdateOptions{Create: true}, mutate)
 	if err != nil {
 		var rl *RuleLimitError
 		if errors.As(err, &rl) {
@@ -216,16 +225,15 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 
 	// Public IPs it no longer uses (public -> internal, a family dropped)
 	// are deleted once no frontend references them.
-	if err := p.deleteOrphanedPublicIPs(ctx, svc, previousPIPs, keepPIPs); err != nil {
+	if err := p.deleteOrphanedPublicIPs(ctx, svc, previous.publicIPs(), keepPIPs); err != nil {
 		return nil, err
 	}
-	p.registerLocal(svc, lbName, families)
 	if err := p.reconcileServicePools(ctx, caller, lbName, svc, nodes, families); err != nil {
 		return nil, err
 	}
 	if spec.Internal {
 		for _, fam := range families {
-			ingress[fam] = frontendPrivateIP(lb, frontendName(svc, fam))
+			ingress[fam] = frontendPrivateIP(lb, names.Frontend(svc, fam))
 		}
 	}
 	return ingressStatus(families, ingress), nil
@@ -245,7 +253,7 @@ func ownedRuleCount(lb *armnetwork.LoadBalancer, base string) int {
 	n := 0
 	if lb.Properties != nil {
 		for _, r := range lb.Properties.LoadBalancingRules {
-			if ownsName(base, deref(r.Name)) {
+			if names.Owns(base, deref(r.Name)) {
 				n++
 			}
 		}
@@ -254,21 +262,26 @@ func ownedRuleCount(lb *armnetwork.LoadBalancer, base string) int {
 }
 
 // removeFromLBs removes the Service's frontends from every managed load
-// balancer other than except.
+// balancer other than except (also from load balancers whose configuration
+// was removed: they stay managed until they are empty).
 func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Service, except string) error {
-	base := frontendBaseName(svc)
-	for _, name := range p.managedLBNames() {
+	base := names.FrontendBase(svc)
+	lbs, err := p.store.Managed(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range lbs {
 		if strings.EqualFold(name, except) {
 			continue
 		}
-		lb, err := p.getLB(ctx, name)
+		lb, err := p.store.Get(ctx, name)
 		if err != nil {
 			return err
 		}
 		if lb == nil || !hasOwnedFrontend(lb, base) {
 			continue
 		}
-		if _, err := p.committer.apply(ctx, name, caller, false, func(lb *armnetwork.LoadBalancer) (bool, error) {
+		if _, err := p.store.UpdateLB(ctx, caller, name, lbstore.UpdateOptions{}, func(lb *armnetwork.LoadBalancer) (bool, error) {
 			return removeService(lb, base, localPoolNames(svc)), nil
 		}); err != nil {
 			return err
@@ -276,17 +289,31 @@ func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Ser
 		if cfg, _, ok := p.configOf(name); ok && except == "" {
 			p.state.RemoveServiceFrom(cfg, base)
 		}
-		logger(ctx).Info("Removed Service from load balancer", "service", serviceKey(svc), "loadBalancer", name)
+		logger(ctx).Info("Removed Service from load balancer", "service", names.ServiceKey(svc), "loadBalancer", name)
 	}
 	return nil
 }
 
-// servicePublicIPs lists (lower-cased) the public IP ids the Service's
-// frontends reference on every managed load balancer.
-func (p *Provider) servicePublicIPs(ctx context.Context, base string) ([]string, error) {
-	var out []string
-	for _, name := range p.managedLBNames() {
-		lb, err := p.getLB(ctx, name)
+// frontendAt is one of a Service's frontends and the load balancer holding it.
+type frontendAt struct {
+	lb string
+	fe *armnetwork.FrontendIPConfiguration
+}
+
+// serviceFrontendSet is every frontend a Service has, on every managed load
+// balancer.
+type serviceFrontendSet []frontendAt
+
+// serviceFrontends finds the Service's frontends on every managed load
+// balancer.
+func (p *Provider) serviceFrontends(ctx context.Context, base string) (serviceFrontendSet, error) {
+	lbs, err := p.store.Managed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out serviceFrontendSet
+	for _, name := range lbs {
+		lb, err := p.store.Get(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -294,12 +321,39 @@ func (p *Provider) servicePublicIPs(ctx context.Context, base string) ([]string,
 			continue
 		}
 		for _, fe := range lb.Properties.FrontendIPConfigurations {
-			if ownsName(base, deref(fe.Name)) && fe.Properties != nil && fe.Properties.PublicIPAddress != nil {
-				out = append(out, strings.ToLower(deref(fe.Properties.PublicIPAddress.ID)))
+			if names.Owns(base, deref(fe.Name)) {
+				out = append(out, frontendAt{lb: name, fe: fe})
 			}
 		}
 	}
 	return out, nil
+}
+
+// publicIPs lists (lower-cased) the public IP ids the frontends reference.
+func (s serviceFrontendSet) publicIPs() []string {
+	var out []string
+	for _, f := range s {
+		if f.fe.Properties != nil && f.fe.Properties.PublicIPAddress != nil {
+			out = append(out, strings.ToLower(deref(f.fe.Properties.PublicIPAddress.ID)))
+		}
+	}
+	return out
+}
+
+// movingPrivateIP is the private address the frontend named name has on a
+// load balancer other than target, in the same subnet: the address an
+// internal Service keeps when it moves to target. "" when there is none.
+func (s serviceFrontendSet) movingPrivateIP(target, name, subnetID string) string {
+	for _, f := range s {
+		props := f.fe.Properties
+		if strings.EqualFold(f.lb, target) || !strings.EqualFold(deref(f.fe.Name), name) || props == nil || props.Subnet == nil {
+			continue
+		}
+		if strings.EqualFold(deref(props.Subnet.ID), subnetID) {
+			return deref(props.PrivateIPAddress)
+		}
+	}
+	return ""
 }
 
 func hasOwnedFrontend(lb *armnetwork.LoadBalancer, base string) bool {
@@ -307,7 +361,7 @@ func hasOwnedFrontend(lb *armnetwork.LoadBalancer, base string) bool {
 		return false
 	}
 	for _, fe := range lb.Properties.FrontendIPConfigurations {
-		if ownsName(base, deref(fe.Name)) {
+		if names.Owns(base, deref(fe.Name)) {
 			return true
 		}
 	}
@@ -320,9 +374,13 @@ func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, 
 	if err := p.ensureRebuilt(ctx); err != nil {
 		return "", nil, err
 	}
-	base := frontendBaseName(svc)
-	for _, name := range p.managedLBNames() {
-		lb, err := p.getLB(ctx, name)
+	base := names.FrontendBase(svc)
+	lbs, err := p.store.Managed(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, name := range lbs {
+		lb, err := p.store.Get(ctx, name)
 		if err != nil {
 			return "", nil, err
 		}
@@ -338,17 +396,13 @@ func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, 
 // configName is "" in single mode.
 func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec) (lbName, configName string, err error) {
 	if p.placer == nil {
-		name := p.cfg.DefaultLoadBalancerName()
-		if spec.Internal {
-			name = internalLBName(name)
-		}
-		return name, "", nil
+		return names.LoadBalancer(p.cfg.DefaultLoadBalancerName(), spec.Internal), "", nil
 	}
 	// Rule counts of the load balancer the Service would use on each
 	// configuration: the public one, or its internal twin.
 	counts := map[string]int{}
 	for _, cfgName := range p.configNames() {
-		lb, err := p.getLB(ctx, placement.LoadBalancerName(cfgName, spec.Internal))
+		lb, err := p.store.Get(ctx, names.LoadBalancer(cfgName, spec.Internal))
 		if err != nil {
 			return "", "", err
 		}
@@ -358,9 +412,9 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 	if err != nil {
 		return "", "", err
 	}
-	current, _ := p.state.ServiceConfig(frontendBaseName(svc))
+	current, _ := p.state.ServiceConfig(names.FrontendBase(svc))
 	info := placement.ServiceInfo{
-		Key:             serviceKey(svc),
+		Key:             names.ServiceKey(svc),
 		NamespaceLabels: nsLabels,
 		ServiceLabels:   svc.Labels,
 		Requested:       spec.LoadBalancerConfigurations,
@@ -371,13 +425,14 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 		p.event(svc, v1.EventTypeWarning, EventReasonPlacementFailed, "%v", err)
 		return "", "", err
 	}
-	return placement.LoadBalancerName(cfgName, spec.Internal), cfgName, nil
+	return names.LoadBalancer(cfgName, spec.Internal), cfgName, nil
 }
 
 // configOf maps a load balancer name to its configuration name.
 func (p *Provider) configOf(lbName string) (string, bool, bool) {
 	if p.placer == nil {
-		return p.cfg.DefaultLoadBalancerName(), isInternalLBName(lbName), true
+		def := p.cfg.DefaultLoadBalancerName()
+		return def, names.IsInternalLB(lbName), strings.EqualFold(names.PublicLB(lbName), def)
 	}
 	return p.placer.ConfigForLoadBalancer(lbName)
 }
@@ -387,13 +442,13 @@ func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *
 	families := serviceFamilies(svc)
 	ingress := map[v1.IPFamily]string{}
 	for _, fam := range families {
-		fe := findFrontend(lb, frontendName(svc, fam))
+		fe := findFrontend(lb, names.Frontend(svc, fam))
 		if fe == nil || fe.Properties == nil {
 			continue
 		}
 		if fe.Properties.PublicIPAddress != nil {
 			id := deref(fe.Properties.PublicIPAddress.ID)
-			rg, name, err := resourceGroupAndName(id)
+			rg, name, err := names.ParseID(id)
 			if err != nil {
 				return nil, err
 			}
@@ -443,19 +498,4 @@ func serviceFamilies(svc *v1.Service) []v1.IPFamily {
 		return []v1.IPFamily{v1.IPv4Protocol}
 	}
 	return svc.Spec.IPFamilies
-}
-
-// resourceGroupAndName splits an ARM resource id.
-func resourceGroupAndName(id string) (string, string, error) {
-	parts := strings.Split(strings.Trim(id, "/"), "/")
-	rg := ""
-	for i := 0; i+1 < len(parts); i++ {
-		if strings.EqualFold(parts[i], "resourceGroups") {
-			rg = parts[i+1]
-		}
-	}
-	if rg == "" || len(parts) < 2 {
-		return "", "", fmt.Errorf("malformed ARM resource id %q", id)
-	}
-	return rg, parts[len(parts)-1], nil
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azlb/azlb/internal/names"
 )
 
 // The functions here edit a load balancer object in memory. They are pure and
@@ -13,10 +15,13 @@ import (
 
 // applyService makes lb hold exactly the Service's desired frontends, rules
 // and probes (one state per IP family) and no other children owned by base.
-// Pools named in pools are added (empty) when missing; their addresses are
-// never touched here. Pools named in drop (a Service's dedicated pools it no
-// longer uses) are removed.
-func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBState, pools, drop []string) bool {
+// Pools named in pools are added when missing: empty, or, when adopt maps
+// the pool to an existing one (a Local Service pool named the legacy way),
+// with a copy of that pool's entries, so traffic keeps flowing while the
+// rules move over. Addresses of existing pools are never touched here. Pools
+// named in drop (dedicated pools the Service no longer uses, legacy names
+// included) are removed once no rule references them.
+func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBState, pools, drop []string, adopt map[string]string) bool {
 	p := lbProps(lb)
 	changed := false
 
@@ -46,16 +51,24 @@ func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBSta
 	}
 	for _, name := range pools {
 		if findByName(p.BackendAddressPools, name, poolNameOf) < 0 {
-			p.BackendAddressPools = append(p.BackendAddressPools, &armnetwork.BackendAddressPool{Name: to.Ptr(name)})
+			pool := &armnetwork.BackendAddressPool{Name: to.Ptr(name)}
+			if from := adopt[name]; from != "" {
+				if i := findByName(p.BackendAddressPools, from, poolNameOf); i >= 0 {
+					pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{
+						LoadBalancerBackendAddresses: copyEntries(p.BackendAddressPools[i]),
+					}
+				}
+			}
+			p.BackendAddressPools = append(p.BackendAddressPools, pool)
 			changed = true
 		}
 	}
 	for _, name := range drop {
-		if containsFold(pools, name) {
+		if containsFold(pools, name) || poolReferenced(p, name) {
 			continue
 		}
 		if i := findByName(p.BackendAddressPools, name, poolNameOf); i >= 0 {
-			p.BackendAddressPools = append(p.BackendAddressPools[:i], p.BackendAddressPools[i+1:]...)
+			p.BackendAddressPools = append(p.BackendAddressPools[:i:i], p.BackendAddressPools[i+1:]...)
 			changed = true
 		}
 	}
@@ -66,9 +79,51 @@ func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBSta
 }
 
 // removeService deletes every frontend, rule and probe owned by base, and
-// the pools named in drop.
+// the pools named in drop that no remaining rule references.
 func removeService(lb *armnetwork.LoadBalancer, base string, drop []string) bool {
-	return applyService(lb, base, nil, nil, drop)
+	return applyService(lb, base, nil, nil, drop, nil)
+}
+
+// poolReferenced reports whether a load-balancing rule sends traffic to the
+// pool: deleting it would fail (InvalidResourceReference).
+func poolReferenced(p *armnetwork.LoadBalancerPropertiesFormat, pool string) bool {
+	for _, r := range p.LoadBalancingRules {
+		if r.Properties == nil {
+			continue
+		}
+		if r.Properties.BackendAddressPool != nil && names.ChildOf(deref(r.Properties.BackendAddressPool.ID), "backendAddressPools", pool) {
+			return true
+		}
+		for _, bp := range r.Properties.BackendAddressPools {
+			if bp != nil && names.ChildOf(deref(bp.ID), "backendAddressPools", pool) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// copyEntries copies the IP-based entries of a pool (name, address, virtual
+// network, admin state) for a pool that takes its place.
+func copyEntries(pool *armnetwork.BackendAddressPool) []*armnetwork.LoadBalancerBackendAddress {
+	if pool.Properties == nil {
+		return nil
+	}
+	var out []*armnetwork.LoadBalancerBackendAddress
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		if a == nil || a.Properties == nil || a.Properties.IPAddress == nil {
+			continue
+		}
+		out = append(out, &armnetwork.LoadBalancerBackendAddress{
+			Name: a.Name,
+			Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+				IPAddress:      a.Properties.IPAddress,
+				VirtualNetwork: a.Properties.VirtualNetwork,
+				AdminState:     a.Properties.AdminState,
+			},
+		})
+	}
+	return out
 }
 
 func containsFold(list []string, s string) bool {
@@ -82,12 +137,12 @@ func containsFold(list []string, s string) bool {
 
 // pruneSharedProbe removes the shared probe when no rule references it.
 func pruneSharedProbe(p *armnetwork.LoadBalancerPropertiesFormat) bool {
-	i := findByName(p.Probes, SharedProbeName, probeNameOf)
+	i := findByName(p.Probes, names.SharedProbe, probeNameOf)
 	if i < 0 {
 		return false
 	}
 	for _, r := range p.LoadBalancingRules {
-		if r.Properties != nil && r.Properties.Probe != nil && strings.HasSuffix(strings.ToLower(deref(r.Properties.Probe.ID)), "/probes/"+strings.ToLower(SharedProbeName)) {
+		if r.Properties != nil && r.Properties.Probe != nil && strings.HasSuffix(strings.ToLower(deref(r.Properties.Probe.ID)), "/probes/"+strings.ToLower(names.SharedProbe)) {
 			return false
 		}
 	}
@@ -132,7 +187,7 @@ func syncOwned[T any](have []*T, base string, want []*T, name func(*T) string, e
 	seen := map[string]bool{}
 	for _, h := range have {
 		n := strings.ToLower(name(h))
-		if !ownsName(base, n) {
+		if !names.Owns(base, n) {
 			out = append(out, h)
 			continue
 		}
@@ -200,7 +255,10 @@ func frontendEqual(a, b *armnetwork.FrontendIPConfiguration) bool {
 		return deref(pa.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic &&
 			deref(pa.PrivateIPAddress) == deref(pb.PrivateIPAddress)
 	}
-	return deref(pa.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic
+	// No address asked for: whatever the frontend has is kept, static or
+	// dynamic (an internal Service that moved between load balancers keeps
+	// its address as a static one; rewriting it would risk losing it).
+	return true
 }
 
 func ruleEqual(a, b *armnetwork.LoadBalancingRule) bool {
@@ -265,4 +323,24 @@ func subnetID(s *armnetwork.Subnet) string {
 		return ""
 	}
 	return deref(s.ID)
+}
+
+// deref reads an optional ARM field; nil is the zero value.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// findPool returns the named pool of a load balancer, or nil.
+func findPool(lb *armnetwork.LoadBalancer, name string) *armnetwork.BackendAddressPool {
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	if i := findByName(lb.Properties.BackendAddressPools, name, poolNameOf); i >= 0 {
+		return lb.Properties.BackendAddressPools[i]
+	}
+	return nil
 }

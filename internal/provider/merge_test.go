@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -10,12 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/annotations"
-	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/names"
 )
 
-var testLB = lbRef{subscription: "sub", resourceGroup: "rg", name: "kubernetes"}
+var testLB = names.LoadBalancerRef{Subscription: "sub", ResourceGroup: "rg", Name: "kubernetes"}
 
 func testService(name, uid string, ann map[string]string, ports ...int32) *v1.Service {
 	svc := &v1.Service{
@@ -49,7 +49,7 @@ func stateFor(t *testing.T, svc *v1.Service, shared bool) *serviceLBState {
 func TestApplyServiceIsIdempotent(t *testing.T) {
 	svc := testService("web", "11111111-2222-3333-4444-555555555555", nil, 80, 443)
 	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
-	if !applyService(lb, frontendBaseName(svc), []*serviceLBState{stateFor(t, svc, false)}, []string{"kubernetes"}, nil) {
+	if !applyService(lb, names.FrontendBase(svc), []*serviceLBState{stateFor(t, svc, false)}, []string{"kubernetes"}, nil, nil) {
 		t.Fatal("first apply reported no change")
 	}
 	p := lb.Properties
@@ -59,7 +59,7 @@ func TestApplyServiceIsIdempotent(t *testing.T) {
 	}
 	// A fresh copy, as read back from ARM, must need no write.
 	again := jsonRoundTrip(t, lb)
-	if applyService(again, frontendBaseName(svc), []*serviceLBState{stateFor(t, svc, false)}, []string{"kubernetes"}, nil) {
+	if applyService(again, names.FrontendBase(svc), []*serviceLBState{stateFor(t, svc, false)}, []string{"kubernetes"}, nil, nil) {
 		t.Fatal("second apply of the same desired state reported a change (would cost an ARM write)")
 	}
 }
@@ -68,24 +68,24 @@ func TestApplyServiceKeepsOtherServices(t *testing.T) {
 	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
 	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80, 8080)
 	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
-	applyService(lb, frontendBaseName(a), []*serviceLBState{stateFor(t, a, false)}, []string{"kubernetes"}, nil)
-	applyService(lb, frontendBaseName(b), []*serviceLBState{stateFor(t, b, false)}, []string{"kubernetes"}, nil)
+	applyService(lb, names.FrontendBase(a), []*serviceLBState{stateFor(t, a, false)}, []string{"kubernetes"}, nil, nil)
+	applyService(lb, names.FrontendBase(b), []*serviceLBState{stateFor(t, b, false)}, []string{"kubernetes"}, nil, nil)
 	if got := len(lb.Properties.LoadBalancingRules); got != 3 {
 		t.Fatalf("rules = %d, want 3", got)
 	}
 	// b drops port 8080: only b's rule and probe for 8080 go.
 	b.Spec.Ports = b.Spec.Ports[:1]
-	if !applyService(lb, frontendBaseName(b), []*serviceLBState{stateFor(t, b, false)}, nil, nil) {
+	if !applyService(lb, names.FrontendBase(b), []*serviceLBState{stateFor(t, b, false)}, nil, nil, nil) {
 		t.Fatal("removing a port reported no change")
 	}
 	if got := len(lb.Properties.LoadBalancingRules); got != 2 {
 		t.Fatalf("rules = %d after removing a port, want 2", got)
 	}
-	if !removeService(lb, frontendBaseName(a), nil) {
+	if !removeService(lb, names.FrontendBase(a), nil) {
 		t.Fatal("removeService reported no change")
 	}
 	for _, r := range lb.Properties.LoadBalancingRules {
-		if ownsName(frontendBaseName(a), *r.Name) {
+		if names.Owns(names.FrontendBase(a), *r.Name) {
 			t.Fatalf("rule %s of the removed Service is still there", *r.Name)
 		}
 	}
@@ -98,16 +98,16 @@ func TestSharedProbeIsPrunedWithLastUser(t *testing.T) {
 	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
 	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80)
 	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
-	applyService(lb, frontendBaseName(a), []*serviceLBState{stateFor(t, a, true)}, nil, nil)
-	applyService(lb, frontendBaseName(b), []*serviceLBState{stateFor(t, b, true)}, nil, nil)
-	if len(lb.Properties.Probes) != 1 || *lb.Properties.Probes[0].Name != SharedProbeName {
+	applyService(lb, names.FrontendBase(a), []*serviceLBState{stateFor(t, a, true)}, nil, nil, nil)
+	applyService(lb, names.FrontendBase(b), []*serviceLBState{stateFor(t, b, true)}, nil, nil, nil)
+	if len(lb.Properties.Probes) != 1 || *lb.Properties.Probes[0].Name != names.SharedProbe {
 		t.Fatalf("want exactly the shared probe, got %d probes", len(lb.Properties.Probes))
 	}
-	removeService(lb, frontendBaseName(a), nil)
+	removeService(lb, names.FrontendBase(a), nil)
 	if len(lb.Properties.Probes) != 1 {
 		t.Fatal("shared probe removed while b still uses it")
 	}
-	removeService(lb, frontendBaseName(b), nil)
+	removeService(lb, names.FrontendBase(b), nil)
 	if len(lb.Properties.Probes) != 0 {
 		t.Fatal("shared probe kept after its last user left")
 	}
@@ -206,36 +206,6 @@ func TestBuildServiceLBStateRejectsSCTP(t *testing.T) {
 	}
 }
 
-func TestSyncPoolAddresses(t *testing.T) {
-	vnet := "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet"
-	node := func(name, ip string, taints ...v1.Taint) *v1.Node {
-		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{Taints: taints},
-			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
-	}
-	pool := &armnetwork.BackendAddressPool{Name: to.Ptr("kubernetes")}
-	members := backendpool.Members([]*v1.Node{node("n2", "10.0.0.2"), node("n1", "10.0.0.1")}, v1.IPv4Protocol, adminstate.DesiredState)
-	if !backendpool.Sync(pool, members, vnet).Changed {
-		t.Fatal("empty pool: no change reported")
-	}
-	if backendpool.Sync(pool, members, vnet).Changed {
-		t.Fatal("same members: change reported")
-	}
-	// A tainted node is Down; the IPv6 family has no members.
-	members = backendpool.Members([]*v1.Node{node("n1", "10.0.0.1"), node("n2", "10.0.0.2", v1.Taint{Key: "node.kubernetes.io/out-of-service", Effect: v1.TaintEffectNoExecute})}, v1.IPv4Protocol, adminstate.DesiredState)
-	if !backendpool.Sync(pool, members, vnet).Changed {
-		t.Fatal("admin state change not detected")
-	}
-	if got := backendpool.AdminStateOf(pool.Properties.LoadBalancerBackendAddresses[1]); got != armnetwork.LoadBalancerBackendAddressAdminStateDown {
-		t.Fatalf("n2 admin state %s, want Down", got)
-	}
-	if got := len(backendpool.Members([]*v1.Node{node("n1", "10.0.0.1")}, v1.IPv6Protocol, adminstate.DesiredState)); got != 0 {
-		t.Fatalf("IPv6 members of an IPv4-only node: %d", got)
-	}
-	if !backendpool.Sync(pool, members[:1], vnet).Changed || len(pool.Properties.LoadBalancerBackendAddresses) != 1 {
-		t.Fatal("removed node still in pool")
-	}
-}
-
 // jsonRoundTrip returns the load balancer as ARM would send it back.
 func jsonRoundTrip(t *testing.T, lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancer {
 	t.Helper()
@@ -254,16 +224,16 @@ func TestCloneLBLeavesOriginalUntouched(t *testing.T) {
 	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
 	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80)
 	orig := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
-	applyService(orig, frontendBaseName(a), []*serviceLBState{stateFor(t, a, true)}, []string{"kubernetes"}, nil)
+	applyService(orig, names.FrontendBase(a), []*serviceLBState{stateFor(t, a, true)}, []string{"kubernetes"}, nil, nil)
 	before, err := json.Marshal(orig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cloneLB(orig)
-	applyService(c, frontendBaseName(b), []*serviceLBState{stateFor(t, b, true)}, []string{"kubernetes", "kubernetes-IPv6"}, nil)
+	c := listClone(orig)
+	applyService(c, names.FrontendBase(b), []*serviceLBState{stateFor(t, b, true)}, []string{"kubernetes", "kubernetes-IPv6"}, nil, nil)
 	a.Spec.Ports[0].Port = 8080 // a's rule replaced in the clone
-	applyService(c, frontendBaseName(a), []*serviceLBState{stateFor(t, a, false)}, nil, []string{"kubernetes-IPv6"})
-	removeService(c, frontendBaseName(b), nil)
+	applyService(c, names.FrontendBase(a), []*serviceLBState{stateFor(t, a, false)}, nil, []string{"kubernetes-IPv6"}, nil)
+	removeService(c, names.FrontendBase(b), nil)
 	after, err := json.Marshal(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -271,4 +241,98 @@ func TestCloneLBLeavesOriginalUntouched(t *testing.T) {
 	if string(before) != string(after) {
 		t.Fatalf("mutating the clone changed the original:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// listClone copies a load balancer the way the store does before a
+// mutation: the lists are cloned, their elements shared. Mutations must
+// replace elements, never modify them in place.
+func listClone(lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancer {
+	out := *lb
+	props := *lb.Properties
+	props.FrontendIPConfigurations = slices.Clone(props.FrontendIPConfigurations)
+	props.LoadBalancingRules = slices.Clone(props.LoadBalancingRules)
+	props.Probes = slices.Clone(props.Probes)
+	props.BackendAddressPools = slices.Clone(props.BackendAddressPools)
+	out.Properties = &props
+	return &out
+}
+
+func TestDropKeepsPoolsOtherRulesUse(t *testing.T) {
+	// a-b/c and a/b-c both used the legacy pool "a-b-c" (the name collision
+	// of earlier releases). Removing one must leave the pool to the other:
+	// deleting a referenced pool fails with InvalidResourceReference.
+	one := testService("c", "11111111-0000-0000-0000-000000000000", nil, 80)
+	two := testService("b-c", "22222222-0000-0000-0000-000000000000", nil, 80)
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
+	for _, svc := range []*v1.Service{one, two} {
+		st, err := buildServiceLBState(desiredInput{svc: svc, spec: mustParse(t, svc), lb: testLB,
+			frontend: frontendInput{family: v1.IPv4Protocol, publicIPID: "pip-" + svc.Name}, poolName: "a-b-c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyService(lb, names.FrontendBase(svc), []*serviceLBState{st}, []string{"a-b-c"}, nil, nil)
+	}
+	if !removeService(lb, names.FrontendBase(one), []string{"a-b-c"}) {
+		t.Fatal("removeService reported no change")
+	}
+	if findPool(lb, "a-b-c") == nil {
+		t.Fatal("the pool another Service's rules use was dropped")
+	}
+	removeService(lb, names.FrontendBase(two), []string{"a-b-c"})
+	if findPool(lb, "a-b-c") != nil {
+		t.Fatal("the pool no rule uses any more was kept")
+	}
+}
+
+func TestAdoptedPoolStartsWithTheLegacyEntries(t *testing.T) {
+	svc := testService("web", "33333333-0000-0000-0000-000000000000", nil, 80)
+	svc.Namespace = "shop"
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("shop-web"), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{{Name: to.Ptr("n1"), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+				IPAddress: to.Ptr("10.0.0.1"), AdminState: to.Ptr(armnetwork.LoadBalancerBackendAddressAdminStateDown)}}},
+		}}},
+	}}
+	newName := names.LocalServicePool("shop", "web", v1.IPv4Protocol)
+	st, err := buildServiceLBState(desiredInput{svc: svc, spec: mustParse(t, svc), lb: testLB,
+		frontend: frontendInput{family: v1.IPv4Protocol, publicIPID: "pip"}, poolName: newName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !applyService(lb, names.FrontendBase(svc), []*serviceLBState{st}, []string{newName}, localPoolNames(svc), legacyLocalPools(svc, []v1.IPFamily{v1.IPv4Protocol})) {
+		t.Fatal("no change reported")
+	}
+	pool := findPool(lb, newName)
+	if pool == nil || pool.Properties == nil || len(pool.Properties.LoadBalancerBackendAddresses) != 1 ||
+		*pool.Properties.LoadBalancerBackendAddresses[0].Properties.AdminState != armnetwork.LoadBalancerBackendAddressAdminStateDown {
+		t.Fatalf("adopted pool %+v, want n1 (Down) copied over", pool)
+	}
+	if findPool(lb, "shop-web") != nil {
+		t.Fatal("the legacy pool no rule uses any more was kept")
+	}
+}
+
+func TestInternalFrontendKeepsItsAddressWhenNoneIsAsked(t *testing.T) {
+	subnet := "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
+	have := buildFrontend("fe", frontendInput{family: v1.IPv4Protocol, subnetID: subnet, privateIP: "10.240.0.5"})
+	dynamic := buildFrontend("fe", frontendInput{family: v1.IPv4Protocol, subnetID: subnet})
+	if !frontendEqual(have, dynamic) {
+		t.Error("a static address carried over must satisfy a Service that asks for none")
+	}
+	if frontendEqual(dynamic, have) {
+		t.Error("a dynamic frontend does not satisfy a Service that asks for 10.240.0.5")
+	}
+	other := buildFrontend("fe", frontendInput{family: v1.IPv4Protocol, subnetID: subnet + "2"})
+	if frontendEqual(have, other) {
+		t.Error("another subnet is a change")
+	}
+}
+
+func mustParse(t *testing.T, svc *v1.Service) *annotations.ServiceSpec {
+	t.Helper()
+	spec, err := annotations.Parse(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,20 +10,17 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/azlb/azlb/internal/adminstate"
-	"github.com/azlb/azlb/internal/azure"
-	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 )
 
 // eligibleNodes drops nodes that must never be in a backend pool (see
-// backendpool.Eligible); control-plane nodes are dropped while
-// excludeMasterFromStandardLB is on (the default).
+// backendpool.Policy.Eligible).
 func (p *Provider) eligibleNodes(nodes []*v1.Node) []*v1.Node {
-	excludeCP := p.cfg.ExcludeMasterFromStandardLB == nil || *p.cfg.ExcludeMasterFromStandardLB
 	out := make([]*v1.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if backendpool.Eligible(n, excludeCP) {
+		if p.policy.Eligible(n) {
 			out = append(out, n)
 		}
 	}
@@ -96,55 +94,41 @@ func vmSetOf(n *v1.Node) string {
 
 // reconcilePools makes the cluster pools (one per family) of the load
 // balancer hold exactly its nodes' InternalIPs, each with the admin state
-// the node's taints call for. The check runs against the cached load
-// balancer first, so an unchanged node set costs no lock and no write; a
-// change is applied under the service-reconcile lock with a fresh GET of the
-// pool and one PUT with its etag.
+// the node's taints call for.
 func (p *Provider) reconcilePools(ctx context.Context, caller, lbName string, nodes []*v1.Node, families []v1.IPFamily) error {
-	if p.cfg.VnetName == "" {
+	if p.policy.VNetID == "" {
 		return fmt.Errorf("load balancer %s: vnetName must be set in azure.json for IP-based (nodeIP) backend pools", lbName)
 	}
 	return p.syncPools(ctx, caller, lbName, p.nodesForLB(lbName, nodes), families, func(f v1.IPFamily) string {
-		return clusterPoolName(p.clusterName(), f)
+		return names.ClusterPool(p.clusterName(), f)
 	})
 }
 
 // syncPools makes the pools (one per family, named by poolName) hold exactly
-// the members' InternalIPs; see reconcilePools.
+// the members' InternalIPs. A pool whose cached copy is already right costs
+// nothing; otherwise the store reads it afresh and writes it once. Admin
+// state comes from the nodes as the informer sees them when the pool is
+// written: the list the service controller passed may predate a taint the
+// admin-state controller has already acted on, and must not put None back
+// over its Down. A pool that does not exist is left alone (the load
+// balancer reconcile creates pools).
 func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members []*v1.Node, families []v1.IPFamily, poolName func(v1.IPFamily) string) error {
+	edits := make([]lbstore.PoolEdit, 0, len(families))
 	for _, fam := range families {
-		poolName := poolName(fam)
-		want := backendpool.Members(members, fam, p.adminState())
-		lb, err := p.getLB(ctx, lbName)
-		if err != nil {
-			return err
-		}
-		if cached := findPool(lb, poolName); cached != nil {
-			probe := copyPool(cached)
-			if !backendpool.Sync(probe, want, p.vnetID()).Changed {
-				continue
-			}
-		}
-		if err := p.writePool(ctx, caller, lbName, poolName, func(pool *armnetwork.BackendAddressPool) bool {
-			// Under the lock, admin state comes from the nodes as the
-			// informer sees them now: the list the service controller
-			// passed may predate a taint the admin-state controller has
-			// already acted on, and must not put None back over its Down.
-			return backendpool.Sync(pool, backendpool.Members(p.freshNodes(members), fam, p.adminState()), p.vnetID()).Changed
-		}); err != nil {
-			return err
+		edits = append(edits, lbstore.PoolEdit{
+			Ref: lbstore.PoolRef{LoadBalancer: lbName, Pool: poolName(fam)},
+			Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
+				return p.policy.Sync(pool, p.policy.Members(p.freshNodes(members), fam)).Changed, nil
+			},
+		})
+	}
+	var errs []error
+	for _, r := range p.store.UpdatePools(ctx, caller, edits, lbstore.PoolOptions{TrustCache: true}) {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
 		}
 	}
-	return nil
-}
-
-// adminState is the admin state rule of every pool entry azlb writes: the
-// node's taints while enableLoadBalancerAdminState is on, else None.
-func (p *Provider) adminState() backendpool.StateFunc {
-	if p.cfg.AdminStateEnabled() {
-		return adminstate.DesiredState
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // freshNodes replaces each node by the node lister's copy when there is one.
@@ -163,51 +147,6 @@ func (p *Provider) freshNodes(nodes []*v1.Node) []*v1.Node {
 	return out
 }
 
-// writePool applies edit to a fresh copy of the pool under the
-// service-reconcile lock and PUTs it with its etag when edit reports a
-// change. A 412 or 409 is retried with a fresh GET. A pool that does not
-// exist is left alone (the load balancer reconcile creates pools).
-func (p *Provider) writePool(ctx context.Context, caller, lbName, poolName string, edit func(*armnetwork.BackendAddressPool) bool) error {
-	rg := p.lbResourceGroup()
-	p.lock.Lock(caller)
-	defer p.lock.Unlock()
-	var err error
-	for attempt := 0; attempt <= maxConflictRetries; attempt++ {
-		var pool *armnetwork.BackendAddressPool
-		pool, err = p.pools.Get(ctx, rg, lbName, poolName)
-		if err != nil {
-			if azure.Classify(err) == azure.ClassStale {
-				return nil
-			}
-			return fmt.Errorf("get backend pool %s/%s/%s: %w", rg, lbName, poolName, err)
-		}
-		if !edit(pool) {
-			return nil
-		}
-		etag := deref(pool.Etag)
-		p.cache.invalidate(rg, lbName)
-		_, err = p.pools.CreateOrUpdate(ctx, rg, lbName, poolName, *pool, etag)
-		if err == nil {
-			logger(ctx).V(2).Info("Updated backend pool", "loadBalancer", lbName, "pool", poolName, "addresses", len(pool.Properties.LoadBalancerBackendAddresses))
-			return nil
-		}
-		if azure.Classify(err) != azure.ClassConflict {
-			break
-		}
-	}
-	return fmt.Errorf("write backend pool %s/%s/%s: %w", rg, lbName, poolName, err)
-}
-
-func copyPool(pool *armnetwork.BackendAddressPool) *armnetwork.BackendAddressPool {
-	out := *pool
-	if pool.Properties != nil {
-		props := *pool.Properties
-		props.LoadBalancerBackendAddresses = append([]*armnetwork.LoadBalancerBackendAddress(nil), pool.Properties.LoadBalancerBackendAddresses...)
-		out.Properties = &props
-	}
-	return &out
-}
-
 // ensureRebuilt rebuilds, once, which Services and nodes are on which load
 // balancer from Azure's state, so that a restarted controller places
 // everything where it already is (multiple-SLB mode only). A failure is
@@ -224,8 +163,8 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 	services := map[string][]string{}
 	nodes := map[string][]string{}
 	for _, cfgName := range p.configNames() {
-		for _, lbName := range []string{cfgName, internalLBName(cfgName)} {
-			lb, err := p.getLB(ctx, lbName)
+		for _, lbName := range []string{cfgName, names.InternalLB(cfgName)} {
+			lb, err := p.store.Get(ctx, lbName)
 			if err != nil {
 				return fmt.Errorf("rebuild placement from Azure: %w", err)
 			}
@@ -233,10 +172,10 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 				continue
 			}
 			for _, fe := range lb.Properties.FrontendIPConfigurations {
-				services[cfgName] = append(services[cfgName], serviceBaseOfFrontend(deref(fe.Name)))
+				services[cfgName] = append(services[cfgName], names.ServiceBaseOfFrontend(deref(fe.Name)))
 			}
 			for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
-				pool := findPool(lb, clusterPoolName(p.clusterName(), fam))
+				pool := findPool(lb, names.ClusterPool(p.clusterName(), fam))
 				if pool == nil || pool.Properties == nil {
 					continue
 				}
@@ -259,14 +198,6 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 	}
 	p.rebuilt = true
 	return nil
-}
-
-// serviceBaseOfFrontend strips the family suffix from a frontend name.
-func serviceBaseOfFrontend(name string) string {
-	if strings.HasSuffix(name, IPv6Suffix) {
-		return name[:len(name)-len(IPv6Suffix)]
-	}
-	return name
 }
 
 func dedupeSorted(in []string) []string {

@@ -5,69 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
-	"github.com/azlb/azlb/internal/metrics"
+	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 )
 
 // Event reasons azlb records on Services and nodes. Admin-state and
 // local-service reasons live with their controllers.
 const (
-	EventReasonInvalidAnnotation       = "InvalidLoadBalancerAnnotation"
-	EventReasonPlacementFailed         = "LoadBalancerPlacementFailed"
-	EventReasonNodePlacementFailed     = "LoadBalancerNodePlacementFailed"
-	EventReasonRuleLimitExceeded       = "LoadBalancerRuleLimitExceeded"
-	EventReasonUnsupportedAnnotation   = "UnsupportedLoadBalancerAnnotation"
-	EventReasonPublicIPNotFound        = "PublicIPNotFound"
-	EventReasonBackendPoolUpdateFailed = "ClusterBackendPoolUpdateFailed"
+	EventReasonInvalidAnnotation     = "InvalidLoadBalancerAnnotation"
+	EventReasonPlacementFailed       = "LoadBalancerPlacementFailed"
+	EventReasonNodePlacementFailed   = "LoadBalancerNodePlacementFailed"
+	EventReasonRuleLimitExceeded     = "LoadBalancerRuleLimitExceeded"
+	EventReasonUnsupportedAnnotation = "UnsupportedLoadBalancerAnnotation"
+	EventReasonPublicIPNotFound      = "PublicIPNotFound"
 )
 
-// LockName labels the service-reconcile lock in
-// cloudprovider_azure_lock_wait_duration_seconds.
-const LockName = "service_reconcile"
-
-// ReconcileLock is the one service-reconcile lock. Every read-modify-write
-// of a load balancer or backend pool, from any controller, happens under it;
-// Lock records how long the caller waited.
-type ReconcileLock struct {
-	mu    sync.Mutex
-	clock clock.PassiveClock
-}
-
-// Lock blocks until the lock is held, recording the wait under caller.
-func (l *ReconcileLock) Lock(caller string) {
-	metrics.LockWithWaitMetricClock(l.clock, &l.mu, LockName, caller)
-}
-
-// Unlock releases the lock.
-func (l *ReconcileLock) Unlock() { l.mu.Unlock() }
-
-// Options are the collaborators of a Provider. Clients and Config are
-// required.
+// Options are the collaborators of a Provider. Config, Clients and Store
+// are required.
 type Options struct {
 	Config  *config.Config
 	Clients *azure.Clients
+	// Store reads and writes load balancers and backend pools; its Run must
+	// be running for writes to happen.
+	Store *lbstore.Store
 	// Recorder records Service and node events; nil drops them.
 	Recorder record.EventRecorder
-	// Clock drives the load balancer cache. Default: the real clock.
-	Clock clock.Clock
 	// Namespaces lets Service placement read namespace labels (multiple-SLB
 	// serviceNamespaceSelector). nil: namespaces have no labels.
 	Namespaces corelisters.NamespaceLister
 	// Nodes gives pool writes the latest taints (admin state). nil: the
 	// nodes the service controller passes in are used as they are.
 	Nodes corelisters.NodeLister
+	// EndpointSlices fill the dedicated pools of ExternalTrafficPolicy=Local
+	// Services (multiple-SLB mode); SlicesSynced reports whether its
+	// informer has synced. nil: Local Services use the cluster pool.
+	EndpointSlices discoverylisters.EndpointSliceLister
+	SlicesSynced   func() bool
 }
 
 // Provider implements cloudprovider.LoadBalancer for Azure Standard Load
@@ -76,21 +61,18 @@ type Options struct {
 // provider's service controller calls it from --concurrent-service-syncs
 // workers.
 type Provider struct {
-	cfg       *config.Config
-	clients   *azure.Clients
-	recorder  record.EventRecorder
-	clock     clock.Clock
-	cache     *lbCache
-	members   *membership
-	pools     azure.BackendPoolClient // tracks membership of what it writes
-	lock      *ReconcileLock
-	placer    *placement.Placer // nil in single load balancer mode
-	state     *placement.State
-	committer *committer
+	cfg      *config.Config
+	clients  *azure.Clients
+	store    *lbstore.Store
+	policy   backendpool.Policy
+	recorder record.EventRecorder
+	placer   *placement.Placer // nil in single load balancer mode
+	state    *placement.State
 
-	namespaces corelisters.NamespaceLister
-	nodes      corelisters.NodeLister // nil: trust the nodes passed in
-	local      LocalServices          // nil: no dedicated pools for Local Services
+	namespaces   corelisters.NamespaceLister
+	nodes        corelisters.NodeLister // nil: trust the nodes passed in
+	slices       discoverylisters.EndpointSliceLister
+	slicesSynced func() bool
 
 	perService keyMutex   // one reconcile per Service at a time
 	nodeMu     sync.Mutex // serialises node placement
@@ -100,14 +82,10 @@ type Provider struct {
 
 // New builds a Provider.
 func New(opts Options) (*Provider, error) {
-	if opts.Config == nil || opts.Clients == nil {
-		return nil, errors.New("provider: Config and Clients are required")
+	if opts.Config == nil || opts.Clients == nil || opts.Store == nil {
+		return nil, errors.New("provider: Config, Clients and Store are required")
 	}
 	cfg := opts.Config
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
 	rec := opts.Recorder
 	if rec == nil {
 		rec = &record.FakeRecorder{} // a nil channel: events are dropped
@@ -115,15 +93,15 @@ func New(opts Options) (*Provider, error) {
 	p := &Provider{
 		cfg:      cfg,
 		clients:  opts.Clients,
+		store:    opts.Store,
+		policy:   backendpool.PolicyFromConfig(cfg),
 		recorder: rec,
-		clock:    clk,
-		cache:    newLBCache(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
-		members:  newMembership(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
-		lock:     &ReconcileLock{clock: clk},
 		state:    placement.NewState(),
 
-		namespaces: opts.Namespaces,
-		nodes:      opts.Nodes,
+		namespaces:   opts.Namespaces,
+		nodes:        opts.Nodes,
+		slices:       opts.EndpointSlices,
+		slicesSynced: opts.SlicesSynced,
 	}
 	if cfg.UseMultipleStandardLoadBalancers() {
 		placer, err := placement.New(cfg.MultipleStandardLoadBalancerConfigurations, cfg.DefaultLoadBalancerName())
@@ -132,49 +110,26 @@ func New(opts Options) (*Provider, error) {
 		}
 		p.placer = placer
 	}
-	p.pools = trackingPools{BackendPoolClient: opts.Clients.BackendPool, m: p.members}
-	p.committer = newCommitter(p)
 	return p, nil
 }
 
-// Lock is the service-reconcile lock shared with the admin-state controller
-// and the local service updater.
-func (p *Provider) Lock() *ReconcileLock { return p.lock }
-
-// InvalidateCache forgets a cached load balancer, so the next reader GETs
-// it. Other controllers call it before writing a pool of that load balancer.
-func (p *Provider) InvalidateCache(lbName string) {
-	p.cache.invalidate(p.lbResourceGroup(), lbName)
+// SetListers plugs in the listers of the shared informers (the framework
+// hands them over after the Provider is built).
+func (p *Provider) SetListers(namespaces corelisters.NamespaceLister, nodes corelisters.NodeLister,
+	slices discoverylisters.EndpointSliceLister, slicesSynced func() bool) {
+	p.namespaces, p.nodes, p.slices, p.slicesSynced = namespaces, nodes, slices, slicesSynced
 }
 
-func (p *Provider) lbResourceGroup() string {
-	if p.cfg.LoadBalancerResourceGroup != "" {
-		return p.cfg.LoadBalancerResourceGroup
-	}
-	return p.cfg.ResourceGroup
-}
-
-func (p *Provider) ref(lbName string) lbRef {
-	return lbRef{subscription: p.cfg.SubscriptionID, resourceGroup: p.lbResourceGroup(), name: lbName}
+func (p *Provider) lbRef(lbName string) names.LoadBalancerRef {
+	return names.LoadBalancerRef{Subscription: p.cfg.SubscriptionID, ResourceGroup: p.store.ResourceGroup(), Name: lbName}
 }
 
 func (p *Provider) clusterName() string { return p.cfg.ClusterName }
 
-func (p *Provider) vnetID() string {
-	rg := p.cfg.VnetResourceGroup
-	if rg == "" {
-		rg = p.cfg.ResourceGroup
-	}
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s",
-		p.cfg.SubscriptionID, rg, p.cfg.VnetName)
-}
+func (p *Provider) subnetID(subnet string) string { return names.SubnetID(p.policy.VNetID, subnet) }
 
-func (p *Provider) subnetID(subnet string) string {
-	return p.vnetID() + "/subnets/" + subnet
-}
-
-// configNames are the load balancer names azlb manages (public ones; each
-// may have an internal twin).
+// configNames are the configured public load balancer names (each may have
+// an internal twin).
 func (p *Provider) configNames() []string {
 	if p.placer == nil {
 		return []string{p.cfg.DefaultLoadBalancerName()}
@@ -184,47 +139,6 @@ func (p *Provider) configNames() []string {
 		out = append(out, c.Name)
 	}
 	return out
-}
-
-// managedLBNames lists every load balancer name azlb may own: each public
-// name and its internal twin.
-func (p *Provider) managedLBNames() []string {
-	var out []string
-	for _, n := range p.configNames() {
-		out = append(out, n, internalLBName(n))
-	}
-	return out
-}
-
-// getLB reads a load balancer through the cache. A missing load balancer
-// is (nil, nil).
-func (p *Provider) getLB(ctx context.Context, name string) (*armnetwork.LoadBalancer, error) {
-	rg := p.lbResourceGroup()
-	if lb, ok := p.cache.get(rg, name); ok {
-		return lb, nil
-	}
-	lb, err := p.clients.LoadBalancer.Get(ctx, rg, name)
-	if err != nil {
-		if azure.Classify(err) == azure.ClassStale {
-			p.cache.set(rg, name, nil)
-			p.members.setLB(name, nil)
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get load balancer %s/%s: %w", rg, name, err)
-	}
-	p.cache.set(rg, name, lb)
-	p.members.setLB(name, lb)
-	return lb, nil
-}
-
-// forgetOnConflict drops the cache entry when ARM says our copy is stale.
-func (p *Provider) forgetOnConflict(name string, err error) {
-	if err == nil {
-		return
-	}
-	if c := azure.Classify(err); c == azure.ClassConflict || c == azure.ClassStale {
-		p.cache.invalidate(p.lbResourceGroup(), name)
-	}
 }
 
 func (p *Provider) event(obj *v1.Service, eventType, reason, format string, args ...any) {

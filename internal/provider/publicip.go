@@ -12,6 +12,7 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/names"
 )
 
 // Public IPs are created outside the service-reconcile lock: each Service
@@ -21,8 +22,6 @@ import (
 type publicIP struct {
 	id, address string
 }
-
-func serviceKey(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
 
 // requestedAddress is the address the user asked for, for one family: the
 // azure-load-balancer-ipv4/ipv6 annotation, else spec.loadBalancerIP when
@@ -67,15 +66,15 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 				return publicIP{id: deref(pip.ID), address: addr}, nil
 			}
 		}
-		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", serviceKey(svc), addr, rg)
+		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", names.ServiceKey(svc), addr, rg)
 	}
 	if name == "" {
-		name = publicIPName(p.clusterName(), svc, family)
+		name = names.PublicIP(p.clusterName(), svc, family)
 	}
 	pip, err := p.clients.PublicIP.Get(ctx, rg, name)
 	if err == nil {
 		if got := ipFamilyOfPIP(pip); got != family {
-			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", serviceKey(svc), name, got, family)
+			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family)
 		}
 		return publicIP{id: deref(pip.ID), address: pipAddress(pip)}, nil
 	}
@@ -89,8 +88,8 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 			Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional),
 		},
 		Tags: map[string]*string{
-			TagServiceName: to.Ptr(serviceKey(svc)),
-			TagClusterName: to.Ptr(p.clusterName()),
+			names.TagServiceName: to.Ptr(names.ServiceKey(svc)),
+			names.TagClusterName: to.Ptr(p.clusterName()),
 		},
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
 			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
@@ -104,7 +103,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	if err != nil {
 		return publicIP{}, fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
 	}
-	logger(ctx).Info("Created public IP", "service", serviceKey(svc), "publicIP", name, "address", pipAddress(created))
+	logger(ctx).Info("Created public IP", "service", names.ServiceKey(svc), "publicIP", name, "address", pipAddress(created))
 	return publicIP{id: deref(created.ID), address: pipAddress(created)}, nil
 }
 
@@ -114,14 +113,14 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 // user and stays.
 func (p *Provider) deleteOwnedPublicIPs(ctx context.Context, svc *v1.Service) error {
 	rg := p.cfg.ResourceGroup
-	names := []string{publicIPName(p.clusterName(), svc, v1.IPv4Protocol), publicIPName(p.clusterName(), svc, v1.IPv6Protocol)}
+	pipNames := []string{names.PublicIP(p.clusterName(), svc, v1.IPv4Protocol), names.PublicIP(p.clusterName(), svc, v1.IPv6Protocol)}
 	for _, key := range []string{annotations.KeyPIPName, annotations.KeyPIPNameIPv6} {
 		if n := strings.TrimSpace(svc.Annotations[key]); n != "" {
-			names = append(names, n)
+			pipNames = append(pipNames, n)
 		}
 	}
 	seen := map[string]bool{}
-	for _, name := range names {
+	for _, name := range pipNames {
 		if seen[strings.ToLower(name)] {
 			continue
 		}
@@ -140,7 +139,7 @@ func (p *Provider) deleteOrphanedPublicIPs(ctx context.Context, svc *v1.Service,
 		if keep[id] {
 			continue
 		}
-		rg, name, err := resourceGroupAndName(id)
+		rg, name, err := names.ParseID(id)
 		if err != nil {
 			return err
 		}
@@ -166,12 +165,12 @@ func (p *Provider) deleteIfOwned(ctx context.Context, svc *v1.Service, rg, name 
 	if err := p.clients.PublicIP.Delete(ctx, rg, name); err != nil && azure.Classify(err) != azure.ClassStale {
 		return fmt.Errorf("delete public IP %s/%s: %w", rg, name, err)
 	}
-	logger(ctx).Info("Deleted public IP", "service", serviceKey(svc), "publicIP", name)
+	logger(ctx).Info("Deleted public IP", "service", names.ServiceKey(svc), "publicIP", name)
 	return nil
 }
 
 func (p *Provider) ownsPublicIP(pip *armnetwork.PublicIPAddress, svc *v1.Service) bool {
-	return tagValue(pip.Tags, TagServiceName) == serviceKey(svc) && tagValue(pip.Tags, TagClusterName) == p.clusterName()
+	return tagValue(pip.Tags, names.TagServiceName) == names.ServiceKey(svc) && tagValue(pip.Tags, names.TagClusterName) == p.clusterName()
 }
 
 func tagValue(tags map[string]*string, key string) string {

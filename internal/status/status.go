@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 )
 
 // Snapshot is what Render shows.
@@ -138,7 +138,7 @@ func (s *Snapshot) reasons(node string) string {
 	if n == nil {
 		return "-"
 	}
-	return cmp.Or(strings.Join(adminstate.OutOfServiceReasons(n), ","), "-")
+	return cmp.Or(strings.Join(backendpool.OutOfServiceReasons(n), ","), "-")
 }
 
 func rulesOf(p *armnetwork.LoadBalancerPropertiesFormat, frontend string) string {

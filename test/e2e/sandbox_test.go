@@ -88,7 +88,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		return b.String()
 	}
 	first := render()
-	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "POOL demo-api"} {
+	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("status lacks %q:\n%s", want, first)
 		}

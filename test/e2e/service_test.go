@@ -231,7 +231,7 @@ func TestLocalServiceDedicatedPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	ingressIP(t, ns, "local")
-	pool := ns + "-local"
+	pool := ns + ".local" // names.LocalServicePool
 	wantPool := func(want ...string) {
 		t.Helper()
 		eventually(t, 30*time.Second, "pool "+pool+" = "+strings.Join(want, ","), func(context.Context) (bool, error) {

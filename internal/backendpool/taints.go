@@ -1,4 +1,4 @@
-package adminstate
+package backendpool
 
 import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -49,7 +49,8 @@ func OutOfServiceReasons(node *v1.Node) []string {
 func IsOutOfService(node *v1.Node) bool { return len(OutOfServiceReasons(node)) > 0 }
 
 // DesiredState is the backend AdminState every pool entry of the node must
-// have: Down while any supported taint is present, None otherwise.
+// have: Down while any supported taint is present, None otherwise. Policy
+// applies it only while enableLoadBalancerAdminState is on.
 func DesiredState(node *v1.Node) armnetwork.LoadBalancerBackendAddressAdminState {
 	if IsOutOfService(node) {
 		return armnetwork.LoadBalancerBackendAddressAdminStateDown

@@ -1,0 +1,171 @@
+package lbstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// Mutation edits a load balancer for one caller. lb is a private copy (an
+// empty new load balancer when it does not exist and the change may create
+// it). Contract: see the package documentation (check before changing; may
+// run more than once).
+type Mutation func(lb *armnetwork.LoadBalancer) (changed bool, err error)
+
+// PoolEdit edits one backend pool. Contract: as Mutation. Edit gets a
+// private copy of the pool as ARM holds it.
+type PoolEdit struct {
+	Ref  PoolRef
+	Edit func(pool *armnetwork.BackendAddressPool) (changed bool, err error)
+}
+
+// PoolResult is what became of one PoolEdit.
+type PoolResult struct {
+	Ref PoolRef
+	// Pool is the pool after the round, as written or as read (shared: do
+	// not modify); nil when Missing.
+	Pool *armnetwork.BackendAddressPool
+	// Written: a PUT that includes this edit succeeded.
+	Written bool
+	// Missing: the pool or its load balancer does not exist; nothing was
+	// done and that is not an error.
+	Missing bool
+	// Err is the edit's own error, or the ARM error of the read or write.
+	Err error
+}
+
+// UpdateOptions tune UpdateLB.
+type UpdateOptions struct {
+	// Create lets the change create the load balancer when it does not
+	// exist (an empty Standard load balancer is passed to the mutation).
+	Create bool
+}
+
+// PoolOptions tune UpdatePools.
+type PoolOptions struct {
+	// TrustCache: when a pool's cached copy is fresh and every edit leaves
+	// it unchanged, nothing is read or written. Without it every pool is
+	// read afresh (what verifying callers want).
+	TrustCache bool
+}
+
+// change is one queued request.
+type change struct {
+	caller  string
+	lb      string
+	ctx     context.Context
+	queued  time.Time
+	started bool // taken by a round (guarded by Store.mu)
+	done    chan struct{}
+
+	// A load balancer mutation...
+	mutate Mutation
+	create bool
+	lbOut  *armnetwork.LoadBalancer
+	// ...or a pool edit.
+	pool       *PoolEdit
+	trustCache bool
+	poolOut    PoolResult
+
+	err error
+}
+
+// finished reports whether finish was called.
+func (c *change) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *change) finish(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	if c.pool != nil && c.poolOut.Err == nil {
+		c.poolOut.Err = c.err
+	}
+	close(c.done)
+}
+
+// UpdateLB applies the mutation to the load balancer in the next round and
+// returns the load balancer as ARM holds it afterwards (nil when it does not
+// exist or was deleted). A load balancer left without frontends is deleted.
+// caller labels the wait metric.
+func (s *Store) UpdateLB(ctx context.Context, caller, name string, o UpdateOptions, m Mutation) (*armnetwork.LoadBalancer, error) {
+	c := &change{caller: caller, lb: name, mutate: m, create: o.Create, done: make(chan struct{})}
+	if err := s.submit(ctx, []*change{c}); err != nil {
+		return nil, err
+	}
+	return c.lbOut, c.err
+}
+
+// UpdatePools applies the edits in the next round and returns one result
+// per edit, in order.
+func (s *Store) UpdatePools(ctx context.Context, caller string, edits []PoolEdit, o PoolOptions) []PoolResult {
+	cs := make([]*change, len(edits))
+	for i := range edits {
+		cs[i] = &change{caller: caller, lb: edits[i].Ref.LoadBalancer, pool: &edits[i], trustCache: o.TrustCache,
+			poolOut: PoolResult{Ref: edits[i].Ref}, done: make(chan struct{})}
+	}
+	// Edits that leave a fresh cached pool as it is need no round.
+	pending := s.settleFromCache(cs)
+	if len(pending) > 0 {
+		if err := s.submit(ctx, pending); err != nil {
+			for _, c := range pending {
+				if !c.finished() {
+					c.finish(err)
+				}
+			}
+		}
+	}
+	out := make([]PoolResult, len(cs))
+	for i, c := range cs {
+		out[i] = c.poolOut
+	}
+	return out
+}
+
+// round writes one batch of changes: load balancers concurrently, each one's
+// mutations first, then its pool edits.
+func (s *Store) round(ctx context.Context, taken []*change) {
+	byLB := map[string][]*change{}
+	var order []string
+	for _, c := range taken {
+		if err := c.ctx.Err(); err != nil {
+			c.finish(err) // its caller gave up before the round started
+			continue
+		}
+		s.observeWait(c)
+		k := lower(c.lb)
+		if _, ok := byLB[k]; !ok {
+			order = append(order, k)
+		}
+		byLB[k] = append(byLB[k], c)
+	}
+	var wg sync.WaitGroup
+	for _, k := range order {
+		batch := byLB[k]
+		wg.Go(func() {
+			var muts, edits []*change
+			for _, c := range batch {
+				if c.pool != nil {
+					edits = append(edits, c)
+				} else {
+					muts = append(muts, c)
+				}
+			}
+			if len(muts) > 0 {
+				s.writeLB(ctx, batch[0].lb, muts)
+			}
+			if len(edits) > 0 {
+				s.writePools(ctx, batch[0].lb, edits)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,51 @@
+// Package lbstore is the only code that reads or writes Azure load balancers
+// and their backend address pools. The Service reconcile, the admin-state
+// controller and the local service updater all go through one Store, so the
+// rules that keep their writes from undoing each other live here, once.
+//
+// Contract:
+//
+//   - One writer. Every write (UpdateLB, UpdatePools) is queued and carried
+//     out by the goroutine running Run, in rounds: a round takes every queued
+//     change, groups them by load balancer and writes the load balancers
+//     concurrently — per load balancer first its whole-resource mutations
+//     (one read, usually from the cache, and at most one PUT or DELETE), then
+//     its pool edits (one fresh GET and at most one PUT per pool). Changes
+//     queued while a round runs share the next one (group commit), so N
+//     concurrent callers cost one write per object, not N. Nothing is written
+//     while Run is not running; when Run's context ends (the leader lost its
+//     lease) queued changes fail with ErrStopped and no further write starts.
+//   - A caller's context bounds its wait only: a change whose context ends
+//     before its round starts is dropped; once its round started it completes
+//     under Run's context.
+//   - One conflict policy. Load balancer PUTs carry If-Match with the etag
+//     they were computed from. A pool PUT carries If-Match when it is the only
+//     pool of its load balancer written in the round; several pools of one
+//     load balancer (they share its etag) are written concurrently without
+//     it, which is safe because the Store is the only writer. A 412 or 409 is
+//     retried up to MaxConflictRetries times with a fresh GET and If-Match.
+//     Not-found is not an error for an edit: the result says Missing.
+//   - Edits and mutations must check before they change: one that returns an
+//     error must leave its object untouched, because other callers' changes
+//     share the write; its error goes to its caller only. They may be called
+//     more than once (a conflict retry edits a fresh copy again) and must not
+//     keep the object they are given.
+//   - A coherent cache. Load balancers read or written are cached for
+//     loadBalancerCacheTTLInSeconds. Every write bumps the load balancer's
+//     generation before it is sent and again when its result is installed; a
+//     read installs its result only if the generation did not move while it
+//     was in flight. So an older read can never overwrite newer state, and no
+//     caller invalidates anything: a pool written through the Store is
+//     patched into the cached load balancer (with the new etag, which ARM
+//     shares between a load balancer and its children). Returned load
+//     balancers and pools are shared snapshots: callers must not modify them.
+//   - Managed load balancers are the configured ones (the default or every
+//     multipleStandardLoadBalancerConfigurations entry, each with its
+//     internal twin) plus those found once by listing the resource group
+//     (Standard SKU, holding the cluster's node pool or tagged with its
+//     cluster name): a load balancer whose configuration was removed stays
+//     managed, so its Services can leave it.
+//   - PoolsWith answers which pools hold an address from the cache (or a
+//     fresh read when asked), and FindPool where a pool lives.
+//   - Time comes from an injected k8s.io/utils/clock.
+package lbstore

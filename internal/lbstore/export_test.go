@@ -1,0 +1,5 @@
+package lbstore
+
+// Forget drops a cached load balancer, for tests that need the next read to
+// reach ARM.
+func (s *Store) Forget(name string) { s.cache.forget(name) }

@@ -1,0 +1,118 @@
+package lbstore
+
+import (
+	"context"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/azure"
+)
+
+// writeLB applies a batch of mutations of one load balancer with one write,
+// retrying conflicts with a fresh read.
+func (s *Store) writeLB(ctx context.Context, name string, batch []*change) {
+	log := klog.FromContext(ctx).WithValues("loadBalancer", name, "changes", len(batch))
+	var err error
+	for attempt := 0; ; attempt++ {
+		var written *armnetwork.LoadBalancer
+		written, err = s.tryLB(ctx, name, batch, attempt > 0)
+		if err == nil {
+			for _, c := range batch {
+				if c.err == nil {
+					c.lbOut = written
+				}
+				c.finish(nil)
+			}
+			return
+		}
+		class := azure.Classify(err)
+		if class == azure.ClassConflict || class == azure.ClassStale {
+			s.cache.forget(name)
+		}
+		if class != azure.ClassConflict || attempt >= MaxConflictRetries || ctx.Err() != nil {
+			break
+		}
+		for _, c := range batch {
+			c.err = nil // mutations run again on the fresh copy
+		}
+		log.V(2).Info("Load balancer changed underneath the write; retrying with a fresh read", "err", err, "attempt", attempt+1)
+	}
+	for _, c := range batch {
+		c.err = err
+		c.finish(err)
+	}
+}
+
+// tryLB reads the load balancer (from the cache unless fresh is set or its
+// etag is unknown), applies every mutation to one copy and writes it once.
+// A mutation's own error goes to its change only; an ARM error is returned.
+func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh bool) (*armnetwork.LoadBalancer, error) {
+	e, ok := s.cache.get(name)
+	if !ok || fresh || e.etagStale {
+		var err error
+		if e, err = s.read(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	current := e.lb
+	var lb *armnetwork.LoadBalancer
+	if current != nil {
+		lb = shallowCopy(current)
+	}
+	changed := false
+	for _, c := range batch {
+		target := lb
+		if target == nil {
+			if !c.create {
+				continue // nothing to change on a load balancer that does not exist
+			}
+			target = s.newLB(name)
+		}
+		did, err := c.mutate(target)
+		if err != nil {
+			c.err = err
+			continue
+		}
+		if did {
+			lb, changed = target, true
+		}
+	}
+	log := klog.FromContext(ctx)
+	switch {
+	case !changed:
+		return current, nil
+	case current != nil && frontendCount(lb) == 0:
+		s.cache.writing(name)
+		if err := s.lbs.Delete(ctx, s.rg, name); err != nil && azure.Classify(err) != azure.ClassStale {
+			s.cache.forget(name)
+			return nil, s.wrap("delete", name, "", err)
+		}
+		s.cache.wrote(name, nil)
+		log.Info("Deleted load balancer without frontends", "loadBalancer", name)
+		return nil, nil
+	case current == nil && frontendCount(lb) == 0:
+		return nil, nil
+	default:
+		etag := ""
+		if current != nil {
+			etag = deref(current.Etag)
+		}
+		s.cache.writing(name)
+		out, err := s.lbs.CreateOrUpdate(ctx, s.rg, name, *lb, etag)
+		if err != nil {
+			s.cache.forget(name)
+			return nil, s.wrap("write", name, "", err)
+		}
+		s.cache.wrote(name, out)
+		log.V(2).Info("Wrote load balancer", "loadBalancer", name, "created", current == nil)
+		return out, nil
+	}
+}
+
+func frontendCount(lb *armnetwork.LoadBalancer) int {
+	if lb == nil || lb.Properties == nil {
+		return 0
+	}
+	return len(lb.Properties.FrontendIPConfigurations)
+}

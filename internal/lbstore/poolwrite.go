@@ -1,0 +1,246 @@
+package lbstore
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/azure"
+)
+
+// poolGroup is every edit of one pool in a round.
+type poolGroup struct {
+	name    string // as the first edit spelled it
+	changes []*change
+	pool    *armnetwork.BackendAddressPool // the private copy being edited
+	changed bool
+	missing bool
+	err     error // ARM error of the read or write (wrapped)
+	out     *armnetwork.BackendAddressPool
+	// conflicted: the concurrent PUT hit a 412/409; retried after the round.
+	conflicted bool
+	// foreign: a 412 showed that someone else changed the load balancer.
+	foreign bool
+}
+
+// apply runs every edit on g.pool; an edit's error stays with its change.
+func (g *poolGroup) apply() {
+	g.changed = false
+	for _, c := range g.changes {
+		c.poolOut.Err = nil
+		did, err := c.pool.Edit(g.pool)
+		if err != nil {
+			c.poolOut.Err = err
+			continue
+		}
+		g.changed = g.changed || did
+	}
+}
+
+// finish reports the group's outcome to each change.
+func (g *poolGroup) finish(written bool) {
+	for _, c := range g.changes {
+		switch {
+		case g.missing:
+			c.poolOut.Missing, c.poolOut.Err = true, nil
+		case g.err != nil:
+			c.poolOut.Err = g.err
+		case c.poolOut.Err == nil:
+			c.poolOut.Written = written
+			c.poolOut.Pool = g.out
+		}
+		c.finish(nil)
+	}
+}
+
+// writePools applies the pool edits of one load balancer: every pool is read
+// afresh in parallel (or, with TrustCache, checked against the cache), edited,
+// and written if changed; all pools in parallel. See the package
+// documentation for If-Match and conflicts.
+func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) {
+	work := groupPools(s.settleFromCache(batch))
+	if len(work) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, g := range work {
+		wg.Go(func() { s.readPool(ctx, lbName, g) })
+	}
+	wg.Wait()
+
+	var writes []*poolGroup
+	for _, g := range work {
+		if g.missing || g.err != nil {
+			continue
+		}
+		g.apply()
+		if g.changed {
+			writes = append(writes, g)
+		} else {
+			g.out = g.pool
+		}
+	}
+	ifMatch := len(writes) == 1
+	if len(writes) > 0 {
+		s.cache.writing(lbName)
+	}
+	for _, g := range writes {
+		wg.Go(func() { s.putPool(ctx, lbName, g, ifMatch) })
+	}
+	wg.Wait()
+
+	// Conflicts: one pool at a time, each with a fresh read and If-Match.
+	lastEtag, sequential, putOK, failed := "", false, 0, false
+	for _, g := range writes {
+		if g.err == nil && !g.missing && g.out != nil {
+			putOK++
+			lastEtag = deref(g.out.Etag)
+		}
+	}
+	for _, g := range writes {
+		for attempt := 1; g.conflicted && attempt <= MaxConflictRetries && ctx.Err() == nil; attempt++ {
+			klog.FromContext(ctx).V(2).Info("Backend pool changed underneath the write; retrying with a fresh read",
+				"loadBalancer", lbName, "pool", g.name, "attempt", attempt, "err", g.err)
+			g.conflicted, g.err = false, nil
+			s.readPool(ctx, lbName, g)
+			if g.missing || g.err != nil {
+				break
+			}
+			g.apply()
+			if !g.changed {
+				g.out = g.pool
+				break
+			}
+			s.putPool(ctx, lbName, g, true)
+			if g.err == nil && !g.missing && g.out != nil {
+				sequential, lastEtag = true, deref(g.out.Etag)
+			}
+		}
+	}
+	var written []*armnetwork.BackendAddressPool
+	for _, g := range writes {
+		switch {
+		case g.err != nil || g.missing || g.foreign:
+			failed = true // the cached copy can no longer be trusted
+		case g.changed:
+			written = append(written, g.out)
+		}
+	}
+	switch {
+	case failed:
+		s.cache.forget(lbName)
+	case len(written) > 0:
+		if !sequential && putOK > 1 {
+			lastEtag = "" // concurrent writes: which etag is the last is unknown
+		}
+		s.cache.wrotePools(lbName, written, lastEtag)
+	}
+	for _, g := range work {
+		g.finish(g.changed && g.err == nil && !g.missing)
+	}
+}
+
+// groupPools groups the changes (of one load balancer) by pool, in order.
+func groupPools(cs []*change) []*poolGroup {
+	var groups []*poolGroup
+	index := map[string]*poolGroup{}
+	for _, c := range cs {
+		k := c.pool.Ref.key()
+		g, ok := index[k]
+		if !ok {
+			g = &poolGroup{name: c.pool.Ref.Pool}
+			index[k] = g
+			groups = append(groups, g)
+		}
+		g.changes = append(g.changes, c)
+	}
+	return groups
+}
+
+// settleFromCache finishes, without any ARM call, the pools whose every edit
+// trusts the cache and leaves the fresh cached pool unchanged (or whose load
+// balancer is known not to exist), and returns the other changes.
+func (s *Store) settleFromCache(cs []*change) []*change {
+	var rest []*change
+	for _, g := range groupPools(cs) {
+		trust := true
+		for _, c := range g.changes {
+			trust = trust && c.trustCache
+		}
+		e, fresh := s.cache.get(g.changes[0].pool.Ref.LoadBalancer)
+		if !trust || !fresh {
+			rest = append(rest, g.changes...)
+			continue
+		}
+		if e.lb == nil {
+			g.missing = true
+			g.finish(false)
+			continue
+		}
+		cached := findPool(e.lb, g.name)
+		if cached == nil {
+			rest = append(rest, g.changes...)
+			continue
+		}
+		g.pool = copyPool(cached)
+		g.apply()
+		if g.changed {
+			for _, c := range g.changes {
+				c.poolOut.Err = nil
+			}
+			rest = append(rest, g.changes...)
+			continue
+		}
+		g.out = cached
+		g.finish(false)
+	}
+	return rest
+}
+
+// readPool GETs the pool into g.pool (a private copy).
+func (s *Store) readPool(ctx context.Context, lbName string, g *poolGroup) {
+	p, err := s.pools.Get(ctx, s.rg, lbName, g.name)
+	switch {
+	case err == nil:
+		g.pool, g.missing, g.err = p, false, nil
+	case azure.Classify(err) == azure.ClassStale:
+		g.missing = true
+	default:
+		g.err = s.wrap("get", lbName, g.name, err)
+	}
+}
+
+// putPool writes g.pool; a conflict marks the group for a retry.
+func (s *Store) putPool(ctx context.Context, lbName string, g *poolGroup, ifMatch bool) {
+	etag := ""
+	if ifMatch {
+		etag = deref(g.pool.Etag)
+	}
+	out, err := s.pools.CreateOrUpdate(ctx, s.rg, lbName, g.name, *g.pool, etag)
+	if err == nil {
+		g.out = out
+		klog.FromContext(ctx).V(2).Info("Wrote backend pool", "loadBalancer", lbName, "pool", g.name,
+			"entries", entryCount(g.pool), "ifMatch", ifMatch)
+		return
+	}
+	switch azure.Classify(err) {
+	case azure.ClassStale:
+		g.missing = true
+	case azure.ClassConflict:
+		g.conflicted = true
+		g.foreign = g.foreign || azure.StatusCode(err) == http.StatusPreconditionFailed
+		g.err = s.wrap("write", lbName, g.name, err)
+	default:
+		g.err = s.wrap("write", lbName, g.name, err)
+	}
+}
+
+func entryCount(p *armnetwork.BackendAddressPool) int {
+	if p == nil || p.Properties == nil {
+		return 0
+	}
+	return len(p.Properties.LoadBalancerBackendAddresses)
+}

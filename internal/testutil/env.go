@@ -1,0 +1,78 @@
+package testutil
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/lbstore"
+)
+
+// StartStore builds a store and runs its writer until the test ends.
+func StartStore(t testing.TB, o lbstore.Options) *lbstore.Store {
+	t.Helper()
+	s, err := lbstore.New(o)
+	if err != nil {
+		t.Fatalf("lbstore.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return s
+}
+
+// FakeConfig is a valid azure.json for FakeARM: resource group FakeRG,
+// cluster and default load balancer "kubernetes", a virtual network, and the
+// load balancer cache on. mutate, when set, edits it before defaults and
+// validation.
+func FakeConfig(t testing.TB, mutate func(*config.Config)) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(strings.NewReader(`{"cloud": "AzurePublicCloud", "tenantId": "t", "subscriptionId": "sub",
+		"resourceGroup": "` + FakeRG + `", "location": "eastus", "clusterName": "kubernetes", "vnetName": "vnet",
+		"subnetName": "subnet", "loadBalancerSku": "standard", "aadClientId": "client", "aadClientSecret": "secret"}`))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if mutate != nil {
+		mutate(cfg)
+		cfg.SetDefaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("config: %v", err)
+		}
+	}
+	return cfg
+}
+
+// StartEmulator starts a seeded in-process emulator (devenv) that stops when
+// the test ends; mutate edits its azure.json.
+func StartEmulator(t testing.TB, eo emulator.Options, mutate func(*config.Config)) *devenv.Env {
+	t.Helper()
+	env, err := devenv.Start(context.Background(), t.TempDir(), eo, mutate)
+	if err != nil {
+		t.Fatalf("devenv: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Close() })
+	return env
+}
+
+// Clients builds ARM clients for the emulator, closed when the test ends.
+func Clients(t testing.TB, env *devenv.Env, o azure.ClientOptions) *azure.Clients {
+	t.Helper()
+	c, err := env.Clients(context.Background(), o)
+	if err != nil {
+		t.Fatalf("clients: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
