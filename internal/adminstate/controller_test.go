@@ -92,7 +92,7 @@ func TestControllerTaintTransitions(t *testing.T) {
 			}
 			poll(t, waitFor, "n1 Down on every pool", func() bool { return n1Is(f, down) })
 			poll(t, waitFor, "Down event", func() bool { return len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
-			if msg := e.events.Find("n1", EventReasonAdminStateDown)[0].message; !strings.Contains(msg, "7 backend pool") {
+			if msg := e.events.Find("n1", EventReasonAdminStateDown)[0].Message; !strings.Contains(msg, "7 backend pool") {
 				t.Errorf("Down event message %q", msg)
 			}
 			reasons := e.c.OutOfService()["n1"]
@@ -210,7 +210,7 @@ func TestControllerBackoffOnFailure(t *testing.T) {
 		clk.Step(time.Millisecond)
 		poll(t, waitFor, "requeue after backoff", func() bool { return e.c.queue.Len() == 1 })
 	}
-	msg := e.events.Find("n1", EventReasonAdminStateUpdateFailed)[0].message
+	msg := e.events.Find("n1", EventReasonAdminStateUpdateFailed)[0].Message
 	if !strings.Contains(msg, "SubscriptionRequestsThrottled") || !strings.Contains(msg, "Down") {
 		t.Errorf("warning message %q lacks the error", msg)
 	}
@@ -359,11 +359,11 @@ func TestControllerWarningThenRecovery(t *testing.T) {
 	e.setTaints("n1", taintOOS)
 	poll(t, waitFor, "n1 Down after retries", func() bool { return n1Is(f, down) && len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
 	warn := e.events.Find("n1", EventReasonAdminStateUpdateFailed)
-	if len(warn) != 2 || !strings.Contains(warn[0].message, "lb-b/kubernetes") {
+	if len(warn) != 2 || !strings.Contains(warn[0].Message, "lb-b/kubernetes") {
 		t.Fatalf("warnings = %+v, want 2 naming lb-b/kubernetes", warn)
 	}
-	if warn[0].kind != v1.EventTypeWarning {
-		t.Errorf("event type %s", warn[0].kind)
+	if warn[0].Type != v1.EventTypeWarning {
+		t.Errorf("event type %s", warn[0].Type)
 	}
 }
 

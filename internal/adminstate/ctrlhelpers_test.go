@@ -2,11 +2,10 @@ package adminstate
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/azlb/azlb/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,66 +17,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// recorded is one event the controller recorded.
-type recorded struct {
-	node, kind, reason, message string
-	at                          time.Time
-}
-
-// eventLog is a concurrency-safe EventRecorder that keeps every event.
-type eventLog struct {
-	mu     sync.Mutex
-	events []recorded
-	notify func(recorded)
-}
-
-func (l *eventLog) Event(obj runtime.Object, kind, reason, msg string) {
-	name := ""
-	if m, ok := obj.(metav1.Object); ok {
-		name = m.GetName()
-	}
-	r := recorded{node: name, kind: kind, reason: reason, message: msg, at: time.Now()}
-	l.mu.Lock()
-	l.events = append(l.events, r)
-	n := l.notify
-	l.mu.Unlock()
-	if n != nil {
-		n(r)
-	}
-}
-
-func (l *eventLog) Eventf(obj runtime.Object, kind, reason, format string, args ...any) {
-	l.Event(obj, kind, reason, fmt.Sprintf(format, args...))
-}
-
-func (l *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, kind, reason, format string, args ...any) {
-	l.Eventf(obj, kind, reason, format, args...)
-}
-
-// Find returns the events of a node with the reason.
-func (l *eventLog) Find(node, reason string) []recorded {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []recorded
-	for _, e := range l.events {
-		if e.node == node && e.reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func (l *eventLog) Count(reason string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, e := range l.events {
-		if e.reason == reason {
-			n++
-		}
-	}
-	return n
-}
+// eventLog keeps every event the controller records (nodes are not
+// namespaced, so an event's Object is the node name).
+type eventLog = testutil.EventLog
 
 // ctrlEnv is a controller over a fake clientset and shared informers.
 type ctrlEnv struct {
@@ -210,22 +152,4 @@ func (e *ctrlEnv) updateEvent(ev *v1.Event) {
 
 func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-}
-
-// Messages returns the messages of the node's events with the reason.
-func (l *eventLog) Messages(node, reason string) []string {
-	var out []string
-	for _, e := range l.Find(node, reason) {
-		out = append(out, e.message)
-	}
-	return out
-}
-
-// Times returns when the node's events with the reason were recorded.
-func (l *eventLog) Times(node, reason string) []time.Time {
-	var out []time.Time
-	for _, e := range l.Find(node, reason) {
-		out = append(out, e.at)
-	}
-	return out
 }

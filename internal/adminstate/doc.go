@@ -10,21 +10,21 @@
 //     is ignored.
 //   - DesiredState is pure and is shared with the Service reconcile path, so a
 //     pool rewritten by EnsureLoadBalancer keeps a tainted node Down.
-//   - Manager applies admin states. It does not import the provider: it uses
-//     a Backend (pool resolution, load balancer cache invalidation, the ARM
-//     backend pool client) and a Locker (the service-reconcile lock), both
-//     implemented by the provider. One apply takes the lock once (caller
-//     "AdminStateController"), resolves every pool holding the addresses on
-//     every managed load balancer, GETs each pool afresh, and PUTs a pool
-//     only when an entry's state changes. Entries are matched by IP address;
-//     other entries are left as they are. All pools are written in parallel:
-//     a load balancer's only changed pool with If-Match, several changed
-//     pools of one load balancer (they share its etag) without, relying on
-//     the lock; a 412 or 409 is retried once, after the round, with a fresh
-//     GET and If-Match. Any number of nodes cost one GET and at most one PUT
-//     per pool. Each apply is one operation metric (request
-//     "loadbalancer_adminstate_update"). A per-node-UID memory of the last
-//     successful state makes repeats free; a new Manager verifies with GETs.
+//   - Manager applies admin states through the lbstore.Store, the only
+//     writer of pools (it imports no other controller). One apply resolves
+//     the pools holding the addresses on every managed load balancer from
+//     the store's coherent cache (lbstore.Store.PoolsWith), then has the
+//     store read each such pool afresh, set the state of the matching
+//     entries and write each changed pool once, all pools in parallel, with
+//     the store's If-Match and conflict policy. Entries are matched by IP
+//     address; other entries are left as they are. A node the pool-entry
+//     policy puts in pools (Target.Pooled) that the cache places in none is
+//     looked up again in Azure before the apply counts as done, so a stale
+//     cache can never yield "Down on 0 pools" for a node in rotation. Any
+//     number of nodes cost one GET and at most one PUT per pool. Each apply
+//     is one operation metric (request "loadbalancer_adminstate_update"). A
+//     per-node-UID memory of the last successful state makes repeats free;
+//     a new Manager verifies with GETs.
 //   - Controller watches nodes and PreemptScheduled events. Its admin-state
 //     queue (keyed by node name, default workqueue rate limiter) has one
 //     worker that applies every pending node in one Manager call; failures

@@ -9,7 +9,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -143,11 +142,7 @@ func newTestManager(t testing.TB, f *fakeARM) *Manager {
 
 // node builds a node with InternalIPs and taints.
 func node(name string, uid types.UID, ips []string, taints ...v1.Taint) *v1.Node {
-	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}, Spec: v1.NodeSpec{Taints: taints}}
-	for _, ip := range ips {
-		n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
-	}
-	return n
+	return testutil.Node(name, testutil.UID(uid), testutil.InternalIPs(ips...), testutil.Taints(taints...))
 }
 
 var (

@@ -118,7 +118,7 @@ func (c *cache) wrotePools(name string, pools []*armnetwork.BackendAddressPool, 
 		delete(c.entries, k)
 		return
 	}
-	lb := shallowCopy(old.lb)
+	lb := MutableCopy(old.lb)
 	props := lb.Properties
 	for _, p := range pools {
 		i := slices.IndexFunc(props.BackendAddressPools, func(x *armnetwork.BackendAddressPool) bool {
@@ -160,11 +160,12 @@ func (e *entry) poolIndex() map[string]map[string]bool {
 	return e.index
 }
 
-// shallowCopy copies a load balancer deeply enough to replace, add or remove
-// elements of its frontend, rule, probe and pool lists without touching the
-// original: the lists are cloned, their elements are shared. Mutations never
-// modify an element in place; they replace it.
-func shallowCopy(lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancer {
+// MutableCopy is the copy of a load balancer a Mutation receives: deep
+// enough to replace, add or remove elements of its frontend, rule, probe and
+// pool lists without touching the original (the cached one): the lists are
+// cloned, their elements are shared. Mutations therefore never modify an
+// element in place; they replace it.
+func MutableCopy(lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancer {
 	out := *lb
 	if lb.Properties != nil {
 		props := *lb.Properties

@@ -58,7 +58,7 @@ func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh b
 	current := e.lb
 	var lb *armnetwork.LoadBalancer
 	if current != nil {
-		lb = shallowCopy(current)
+		lb = MutableCopy(current)
 	}
 	changed := false
 	for _, c := range batch {

@@ -78,21 +78,31 @@ func (g *gate) before(c testutil.Call) {
 	}
 }
 
-func TestConcurrentChangesShareOneWrite(t *testing.T) {
-	f := testutil.NewFakeARM()
+// blockFirstWrite starts a change whose load balancer PUT blocks until the
+// returned release is called, and returns once it blocks: changes made
+// meanwhile queue for the next round. first receives its error.
+func blockFirstWrite(t *testing.T, s *lbstore.Store, f *testutil.FakeARM) (release func(), first <-chan error) {
+	t.Helper()
 	g := newGate("lb.put")
 	f.Before = g.before
+	errs := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateLB(context.Background(), "first", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-0"))
+		errs <- err
+	}()
+	<-g.waiting
+	return func() { close(g.release) }, errs
+}
+
+func TestConcurrentChangesShareOneWrite(t *testing.T) {
+	f := testutil.NewFakeARM()
 	s := newStore(t, f, nil)
 	ctx := context.Background()
 
 	// The first change's write blocks; ten more queue meanwhile and must be
 	// written together in the next round: one more PUT, not ten.
-	errs := make(chan error, 11)
-	go func() {
-		_, err := s.UpdateLB(ctx, "first", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-0"))
-		errs <- err
-	}()
-	<-g.waiting
+	release, first := blockFirstWrite(t, s, f)
+	errs := make(chan error, 10)
 	for i := 1; i <= 10; i++ {
 		go func() {
 			_, err := s.UpdateLB(ctx, "later", lbName, lbstore.UpdateOptions{Create: true}, addFrontend(fmt.Sprintf("fe-%d", i)))
@@ -100,8 +110,11 @@ func TestConcurrentChangesShareOneWrite(t *testing.T) {
 		}()
 	}
 	testutil.Poll(t, 5*time.Second, "ten changes queued", func() bool { return s.Queued() == 10 })
-	close(g.release)
-	for range 11 {
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
@@ -116,18 +129,10 @@ func TestConcurrentChangesShareOneWrite(t *testing.T) {
 
 func TestMutationErrorStaysWithItsCaller(t *testing.T) {
 	f := testutil.NewFakeARM()
-	g := newGate("lb.put")
-	f.Before = g.before
 	s := newStore(t, f, nil)
 	ctx := context.Background()
 	boom := errors.New("invalid annotation")
-
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.UpdateLB(ctx, "first", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-0"))
-		first <- err
-	}()
-	<-g.waiting
+	release, first := blockFirstWrite(t, s, f)
 	type res struct {
 		lb  *armnetwork.LoadBalancer
 		err error
@@ -142,7 +147,7 @@ func TestMutationErrorStaysWithItsCaller(t *testing.T) {
 		bad <- res{lb, err}
 	}()
 	testutil.Poll(t, 5*time.Second, "two changes queued", func() bool { return s.Queued() == 2 })
-	close(g.release)
+	release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -201,17 +206,9 @@ func TestStoppedStoreWritesNothing(t *testing.T) {
 
 func TestCallerGivingUpDoesNotFailOthers(t *testing.T) {
 	f := testutil.NewFakeARM()
-	g := newGate("lb.put")
-	f.Before = g.before
 	s := newStore(t, f, nil)
 	ctx := context.Background()
-
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.UpdateLB(ctx, "first", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-0"))
-		first <- err
-	}()
-	<-g.waiting
+	release, first := blockFirstWrite(t, s, f)
 	quitter, quit := context.WithCancel(ctx)
 	gaveUp, stayed := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -227,7 +224,7 @@ func TestCallerGivingUpDoesNotFailOthers(t *testing.T) {
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Errorf("quitter: err %v, want context.Canceled", err)
 	}
-	close(g.release)
+	release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}

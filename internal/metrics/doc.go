@@ -26,7 +26,8 @@
 //
 // In addition cloudprovider_azure_lock_wait_duration_seconds (histogram,
 // labels lock and caller) records how long a caller waited to acquire a lock
-// such as the service reconcile lock; use LockWithWaitMetric.
+// such as the load balancer store's write queue (lock "lbstore"); use
+// ObserveLockWait.
 //
 // Resource group label values are lower-cased, since ARM treats resource group
 // names case-insensitively. Time is read from an injectable

@@ -96,7 +96,7 @@ var (
 		Namespace:      Namespace,
 		Subsystem:      Subsystem,
 		Name:           "lock_wait_duration_seconds",
-		Help:           "Time spent waiting to acquire a lock, from just before Lock() until it returned.",
+		Help:           "Time a caller waited for a lock; for lock=\"lbstore\", the time a change waited for the load balancer store round that wrote it.",
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{LabelLock, LabelCaller})

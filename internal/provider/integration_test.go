@@ -82,10 +82,7 @@ func (h *harness) lb(t *testing.T, name string) *armnetwork.LoadBalancer {
 }
 
 func testNode(name, ip string) *v1.Node {
-	return &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Status:     v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}},
-	}
+	return testutil.Node(name, testutil.InternalIPs(ip))
 }
 
 func TestServiceLifecycleAgainstEmulator(t *testing.T) {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -220,7 +220,7 @@ func jsonRoundTrip(t *testing.T, lb *armnetwork.LoadBalancer) *armnetwork.LoadBa
 	return &out
 }
 
-func TestCloneLBLeavesOriginalUntouched(t *testing.T) {
+func TestMutationsOfAStoreCopyLeaveTheOriginalUntouched(t *testing.T) {
 	a := testService("a", "aaaaaaaa-0000-0000-0000-000000000000", nil, 80)
 	b := testService("b", "bbbbbbbb-0000-0000-0000-000000000000", nil, 80)
 	orig := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes")}
@@ -229,7 +229,7 @@ func TestCloneLBLeavesOriginalUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := listClone(orig)
+	c := lbstore.MutableCopy(orig)
 	applyService(c, names.FrontendBase(b), []*serviceLBState{stateFor(t, b, true)}, []string{"kubernetes", "kubernetes-IPv6"}, nil, nil)
 	a.Spec.Ports[0].Port = 8080 // a's rule replaced in the clone
 	applyService(c, names.FrontendBase(a), []*serviceLBState{stateFor(t, a, false)}, nil, []string{"kubernetes-IPv6"}, nil)
@@ -241,20 +241,6 @@ func TestCloneLBLeavesOriginalUntouched(t *testing.T) {
 	if string(before) != string(after) {
 		t.Fatalf("mutating the clone changed the original:\nbefore %s\nafter  %s", before, after)
 	}
-}
-
-// listClone copies a load balancer the way the store does before a
-// mutation: the lists are cloned, their elements shared. Mutations must
-// replace elements, never modify them in place.
-func listClone(lb *armnetwork.LoadBalancer) *armnetwork.LoadBalancer {
-	out := *lb
-	props := *lb.Properties
-	props.FrontendIPConfigurations = slices.Clone(props.FrontendIPConfigurations)
-	props.LoadBalancingRules = slices.Clone(props.LoadBalancingRules)
-	props.Probes = slices.Clone(props.Probes)
-	props.BackendAddressPools = slices.Clone(props.BackendAddressPools)
-	out.Properties = &props
-	return &out
 }
 
 func TestDropKeepsPoolsOtherRulesUse(t *testing.T) {

@@ -90,3 +90,24 @@ func (l *EventLog) Take() []Event {
 	l.events = nil
 	return out
 }
+
+// Count counts the events with the reason, about any object.
+func (l *EventLog) Count(reason string) int { return len(l.Find("", reason)) }
+
+// Messages returns the messages of the events about object with the reason.
+func (l *EventLog) Messages(object, reason string) []string {
+	var out []string
+	for _, e := range l.Find(object, reason) {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// Times returns when the events about object with the reason were recorded.
+func (l *EventLog) Times(object, reason string) []time.Time {
+	var out []time.Time
+	for _, e := range l.Find(object, reason) {
+		out = append(out, e.At)
+	}
+	return out
+}
