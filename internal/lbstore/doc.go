@@ -12,7 +12,9 @@
 //     (one read, usually from the cache, and at most one PUT or DELETE), then
 //     its pool edits (one fresh GET and at most one PUT per pool). Changes
 //     queued while a round runs share the next one (group commit), so N
-//     concurrent callers cost one write per object, not N. Nothing is written
+//     concurrent callers cost one write per object, not N. A round of load
+//     balancer mutations only first waits GatherWindow for more; a round
+//     with pool edits starts at once. Nothing is written
 //     while Run is not running; when Run's context ends (the leader lost its
 //     lease) queued changes fail with ErrStopped and no further write starts.
 //   - A caller's context bounds its wait only: a change whose context ends

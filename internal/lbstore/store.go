@@ -139,6 +139,9 @@ func (s *Store) Run(ctx context.Context) {
 			if len(taken) == 0 {
 				break
 			}
+			if onlyMutations(taken) {
+				taken = append(taken, s.gather(ctx)...)
+			}
 			s.round(ctx, taken)
 			if ctx.Err() != nil {
 				return
@@ -276,4 +279,35 @@ func (s *Store) Queued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.pending)
+}
+
+// GatherWindow is how long a round of whole-load-balancer writes waits for
+// more changes before it starts. Such writes come in bursts (the service
+// controller reconciles many Services at once, each a mutation of the same
+// few load balancers); the short wait lets one PUT carry the changes of the
+// Services that were a few milliseconds behind. Rounds with pool edits (the
+// admin-state cutover, Local Service pools) never wait.
+const GatherWindow = 10 * time.Millisecond
+
+// gather waits GatherWindow (or until ctx ends) and takes what was queued
+// meanwhile.
+func (s *Store) gather(ctx context.Context) []*change {
+	t := time.NewTimer(GatherWindow)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return s.take()
+}
+
+// onlyMutations reports whether the changes are all load balancer
+// mutations (no pool edit).
+func onlyMutations(cs []*change) bool {
+	for _, c := range cs {
+		if c.pool != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,6 +117,28 @@ func armWrites(e *emulator.Emulator) int {
 	return n
 }
 
+// writeKinds counts ARM writes by resource: public IPs, load balancers,
+// backend pools, and the writes ARM refused with a conflict (409/412).
+func writeKinds(e *emulator.Emulator) (pips, lbs, pools, conflicts int) {
+	for _, r := range e.Requests() {
+		if r.Kind != "arm" || r.Method == http.MethodGet {
+			continue
+		}
+		path := strings.ToLower(r.Path)
+		switch {
+		case r.Status == http.StatusConflict || r.Status == http.StatusPreconditionFailed:
+			conflicts++
+		case strings.Contains(path, "/publicipaddresses/"):
+			pips++
+		case strings.Contains(path, "/backendaddresspools/"):
+			pools++
+		case strings.Contains(path, "/loadbalancers/"):
+			lbs++
+		}
+	}
+	return pips, lbs, pools, conflicts
+}
+
 // BenchmarkColdStart: 1,000 LoadBalancer Services on 500 nodes across 3 load
 // balancers, from nothing to every Service with its ingress IP. Reports the
 // wall time, ARM writes per Service, and the writes of a following resync
@@ -134,6 +157,7 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 		}
 		writes := armWrites(env.Emulator())
+		pips, lbs, pools, conflicts := writeKinds(env.Emulator())
 
 		env.Emulator().ResetRequests()
 		ensureAll(b, p, svcs, nodes)
@@ -144,6 +168,10 @@ func BenchmarkColdStart(b *testing.B) {
 		b.ReportMetric(elapsed.Seconds(), "s-to-converge")
 		b.ReportMetric(float64(writes)/benchServices, "writes/service")
 		b.ReportMetric(float64(resyncWrites), "resync-writes")
+		b.ReportMetric(float64(pips), "pip-writes")
+		b.ReportMetric(float64(lbs), "lb-writes")
+		b.ReportMetric(float64(pools), "pool-writes")
+		b.ReportMetric(float64(conflicts), "conflicts")
 	}
 }
 
