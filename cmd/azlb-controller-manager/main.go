@@ -32,8 +32,8 @@ func main() {
 	if err != nil {
 		klog.Fatalf("Unable to initialize command options: %v", err)
 	}
-	// azlb implements only load balancers: run the service controller (and
-	// azlb's own controllers) unless --controllers says otherwise.
+	// azlb implements only load balancers: run the service controller and
+	// azlb's own controllers unless --controllers says otherwise.
 	opts.Generic.Controllers = defaultControllers()
 	opts.KubeCloudShared.CloudProvider.Name = provider.ProviderName
 	// Every server binds to loopback unless told otherwise; azlb serves no
@@ -50,32 +50,14 @@ func main() {
 	os.Exit(cli.Run(cmd))
 }
 
-func defaultControllers() []string {
-	return []string{names.ServiceLBController}
-}
-
-func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
-	inits := map[string]app.ControllerInitFuncConstructor{}
-	for name, c := range app.DefaultInitFuncConstructors {
-		inits[name] = c
-	}
-	if c, ok := inits[names.ServiceLBController]; ok {
-		c.InitContext.ClientName = "azlb-service-controller"
-		inits[names.ServiceLBController] = c
-	}
-	return inits
-}
-
 func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
 	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
 	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
 	if err != nil {
 		klog.Fatalf("Cloud provider could not be initialized: %v", err)
 	}
-	az, ok := cloud.(*provider.Cloud)
-	if !ok {
-		klog.Fatalf("Cloud provider %q is not known (only %q is)", cc.Name, provider.ProviderName)
+	if _, err := azureCloud(cloud); err != nil {
+		klog.Fatalf("Cloud provider %q is not known (only %q is): %v", cc.Name, provider.ProviderName, err)
 	}
-	az.Extensions = extensions()
-	return az
+	return cloud
 }

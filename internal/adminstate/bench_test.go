@@ -217,7 +217,7 @@ func BenchmarkIdle(b *testing.B) {
 		b.Fatal(err)
 	}
 	ev := &adminstate.EventLog{}
-	c, err := adminstate.NewController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), mgr, ev, clk)
+	c, err := adminstate.NewController(factory.Core().V1().Nodes(), mgr, ev, clk)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func BenchmarkIdle(b *testing.B) {
 	factory.Start(ctx.Done())
 	go func() {
 		defer close(done)
-		_ = c.Run(ctx, 1)
+		_ = c.Run(ctx)
 	}()
 	defer func() {
 		cancel()

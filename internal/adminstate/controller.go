@@ -13,16 +13,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	cmhealthz "k8s.io/controller-manager/pkg/healthz"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/health"
 )
 
 // Queue names (workqueue metrics).
@@ -31,12 +32,17 @@ const (
 	QueueSpotEviction = "adminstate_spot_eviction"
 )
 
+// Controller names, as --controllers and /healthz know them.
+const (
+	ControllerAdminState   = "node-admin-state"
+	ControllerSpotEviction = "spot-eviction"
+)
+
 // maxEventMessage bounds the message of a Warning event (the error of
 // several pools can be long).
 const maxEventMessage = 1000
 
-// Controller drives backend AdminState from node taints and turns
-// PreemptScheduled events into the spot-eviction taint.
+// Controller drives backend AdminState from node taints.
 //
 // The admin-state queue is keyed by node name and uses the workqueue's
 // default controller rate limiter (per node: exponential backoff from 5 ms,
@@ -48,16 +54,15 @@ const maxEventMessage = 1000
 // batch): every apply holds the service-reconcile lock, so more workers
 // would only split batches.
 type Controller struct {
-	kube     kubernetes.Interface
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 	mgr      *Manager
 	recorder record.EventRecorder
 	clock    clock.WithTicker
+	health   *health.Worker
 
-	queue     workqueue.TypedRateLimitingInterface[string]
-	limiter   workqueue.TypedRateLimiter[string] // the queue's
-	spotQueue workqueue.TypedRateLimitingInterface[string]
+	queue   workqueue.TypedRateLimitingInterface[string]
+	limiter workqueue.TypedRateLimiter[string] // the queue's
 
 	// lastBatchStart and burst belong to the one admin-state worker.
 	lastBatchStart time.Time
@@ -70,12 +75,6 @@ type Controller struct {
 	states map[types.UID]nodeRecord
 	// uids maps a node name to the UID last synced under it.
 	uids map[string]types.UID
-	// preempt holds, per node name, the newest PreemptScheduled occurrence
-	// not yet handled.
-	preempt map[string]preemptSignal
-	// handled is, per node UID, the newest PreemptScheduled occurrence acted
-	// on (taint added, or found present).
-	handled map[types.UID]preemptSignal
 }
 
 type nodeRecord struct {
@@ -84,15 +83,13 @@ type nodeRecord struct {
 	reasons []string
 }
 
-// NewController builds the controller and registers its informer handlers.
-// nodes and events must come from started (or soon started) informers;
-// events may be filtered with PreemptEventListOptions. recorder records the
-// node events (nil drops them); clk drives the workqueues and event ages
-// (nil: the real clock). Call Run.
-func NewController(kube kubernetes.Interface, nodes coreinformers.NodeInformer, events coreinformers.EventInformer,
-	mgr *Manager, recorder record.EventRecorder, clk clock.WithTicker) (*Controller, error) {
-	if kube == nil || nodes == nil || events == nil || mgr == nil {
-		return nil, errors.New("adminstate: NewController: kube, nodes, events and mgr are required")
+// NewController builds the controller and registers its node handler.
+// nodes must come from a started (or soon started) informer. recorder
+// records the node events (nil drops them); clk drives the workqueue (nil:
+// the real clock). Call Run.
+func NewController(nodes coreinformers.NodeInformer, mgr *Manager, recorder record.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	if nodes == nil || mgr == nil {
+		return nil, errors.New("adminstate: NewController: nodes and mgr are required")
 	}
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -102,22 +99,18 @@ func NewController(kube kubernetes.Interface, nodes coreinformers.NodeInformer, 
 	}
 	limiter := workqueue.DefaultTypedControllerRateLimiter[string]()
 	c := &Controller{
-		kube:     kube,
 		nodes:    nodes.Lister(),
 		mgr:      mgr,
 		recorder: recorder,
 		clock:    clk,
+		health:   &health.Worker{Clock: clk},
 		limiter:  limiter,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueAdminState, Clock: clk}),
-		spotQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueSpotEviction, Clock: clk}),
-		states:  map[types.UID]nodeRecord{},
-		uids:    map[string]types.UID{},
-		preempt: map[string]preemptSignal{},
-		handled: map[types.UID]preemptSignal{},
+		states: map[types.UID]nodeRecord{},
+		uids:   map[string]types.UID{},
 	}
-	nreg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	reg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, _ bool) { c.onNodeAdd(obj) },
 		UpdateFunc: c.onNodeUpdate,
 		DeleteFunc: c.onNodeDelete,
@@ -126,43 +119,28 @@ func NewController(kube kubernetes.Interface, nodes coreinformers.NodeInformer, 
 		c.shutdown()
 		return nil, fmt.Errorf("adminstate: register node handler: %w", err)
 	}
-	ereg, err := events.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    c.onEventAdd,
-		UpdateFunc: c.onEventUpdate,
-	})
-	if err != nil {
-		c.shutdown()
-		return nil, fmt.Errorf("adminstate: register event handler: %w", err)
-	}
-	c.synced = []cache.InformerSynced{nreg.HasSynced, ereg.HasSynced}
+	c.synced = []cache.InformerSynced{reg.HasSynced}
 	return c, nil
 }
 
-// Run waits for the informers to sync, then runs one admin-state worker and
-// spotWorkers spot-eviction taint workers (at least one) until ctx ends. It
-// shuts the queues down and waits for the workers before returning.
-func (c *Controller) Run(ctx context.Context, spotWorkers int) error {
+// Run waits for the informer to sync, then runs the one admin-state worker
+// until ctx ends. It shuts the queue down and waits for the worker before
+// returning.
+func (c *Controller) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithName("adminstate")
 	ctx = klog.NewContext(ctx, log)
 	defer c.shutdown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return errors.New("adminstate: informers did not sync")
 	}
-	if spotWorkers < 1 {
-		spotWorkers = 1
-	}
-	log.Info("Starting admin-state controller", "spotWorkers", spotWorkers)
+	log.Info("Starting admin-state controller")
+	c.health.Start()
+	defer c.health.Stop()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for c.processNextWorkItem(ctx) {
 		}
 	})
-	for range spotWorkers {
-		wg.Go(func() {
-			for c.processNextSpotItem(ctx) {
-			}
-		})
-	}
 	<-ctx.Done()
 	c.shutdown()
 	wg.Wait()
@@ -170,10 +148,14 @@ func (c *Controller) Run(ctx context.Context, spotWorkers int) error {
 	return nil
 }
 
-func (c *Controller) shutdown() {
-	c.queue.ShutDown()
-	c.spotQueue.ShutDown()
-}
+// HealthChecker reports the controller unhealthy when it is not running or
+// one batch has been applied for longer than health.StuckAfter.
+func (c *Controller) HealthChecker() cmhealthz.UnnamedHealthChecker { return c.health }
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return ControllerAdminState }
+
+func (c *Controller) shutdown() { c.queue.ShutDown() }
 
 // onNodeAdd enqueues every node it sees: a tainted one must go Down, and an
 // untainted one may hold an address whose entry is still Down (a restart
@@ -219,7 +201,6 @@ func (c *Controller) onNodeDelete(obj any) {
 func (c *Controller) forget(name string, uid types.UID) {
 	c.mu.Lock()
 	delete(c.states, uid)
-	delete(c.handled, uid)
 	if c.uids[name] == uid {
 		delete(c.uids, name)
 	}
@@ -239,9 +220,6 @@ func nodeIPs(n *v1.Node) []string {
 	return slices.Compact(out)
 }
 
-// processNextWorkItem takes every pending node (blocking for the first),
-// applies them in one batch and requeues failures with backoff. It returns
-// false once the queue is shut down.
 // Mass events (a zone or a whole Spot pool leaving at once): when at least
 // burstThreshold nodes became pending while the previous batch was being
 // applied, the next batch starts no sooner than burstWindow after the
@@ -264,11 +242,16 @@ func (c *Controller) burstDelay() time.Duration {
 	return max(0, burstWindow-c.clock.Since(c.lastBatchStart))
 }
 
+// processNextWorkItem takes every pending node (blocking for the first),
+// applies them in one batch and requeues failures with backoff. It returns
+// false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {
 		return false
 	}
+	done := c.health.Busy()
+	defer done()
 	if wait := c.burstDelay(); wait > 0 {
 		select {
 		case <-c.clock.After(wait):
@@ -384,7 +367,6 @@ func (c *Controller) adopt(node *v1.Node) {
 	if ok && old != node.UID {
 		c.mu.Lock()
 		delete(c.states, old)
-		delete(c.handled, old)
 		c.mu.Unlock()
 		c.mgr.Forget(old)
 	}

@@ -2,6 +2,7 @@ package adminstate
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ type ctrlEnv struct {
 	mgr     *Manager
 	events  *eventLog
 	c       *Controller
+	spot    *SpotController
 	ctx     context.Context
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -42,28 +44,42 @@ func newCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, objs ...runtime.
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	mgr := newTestManager(t, f)
 	ev := &eventLog{}
-	c, err := NewController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), mgr, ev, clk)
+	c, err := NewController(factory.Core().V1().Nodes(), mgr, ev, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spot, err := NewSpotController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), ev, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	env := &ctrlEnv{t: t, kube: kube, factory: factory, mgr: mgr, events: ev, c: c, ctx: ctx, cancel: cancel}
+	env := &ctrlEnv{t: t, kube: kube, factory: factory, mgr: mgr, events: ev, c: c, spot: spot, ctx: ctx, cancel: cancel}
 	factory.Start(ctx.Done())
 	t.Cleanup(env.stop)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), append(c.synced, spot.synced...)...) {
 		t.Fatal("caches did not sync")
 	}
 	return env
 }
 
-// run starts the workers (one spot worker, so its queue is FIFO).
+// run starts the workers of both controllers (one spot worker, so its
+// queue is FIFO).
 func (e *ctrlEnv) run() {
 	e.done = make(chan struct{})
-	go func() {
-		defer close(e.done)
-		if err := e.c.Run(e.ctx, 1); err != nil {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := e.c.Run(e.ctx); err != nil {
 			e.t.Errorf("Run: %v", err)
 		}
+	})
+	wg.Go(func() {
+		if err := e.spot.Run(e.ctx, 1); err != nil {
+			e.t.Errorf("spot Run: %v", err)
+		}
+	})
+	go func() {
+		wg.Wait()
+		close(e.done)
 	}()
 }
 
@@ -73,6 +89,7 @@ func (e *ctrlEnv) stop() {
 		<-e.done
 	}
 	e.c.shutdown()
+	e.spot.queue.ShutDown()
 	e.factory.Shutdown()
 }
 
@@ -110,10 +127,12 @@ func (e *ctrlEnv) deleteNode(name string) {
 }
 
 // nodeUpdates counts update calls on nodes made through the clientset.
-func (e *ctrlEnv) nodeUpdates() int {
+// nodeWrites counts the controllers' writes of nodes (patches; the tests
+// themselves update nodes).
+func (e *ctrlEnv) nodeWrites() int {
 	n := 0
 	for _, a := range e.kube.Actions() {
-		if a.GetVerb() == "update" && a.GetResource().Resource == "nodes" {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "nodes" {
 			n++
 		}
 	}

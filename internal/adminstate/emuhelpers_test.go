@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,22 +249,30 @@ func (env *emuEnv) runController(t testing.TB, objs ...runtime.Object) *ctrl {
 		t.Fatal(err)
 	}
 	ev := &adminstate.EventLog{}
-	c, err := adminstate.NewController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), mgr, ev, nil)
+	c, err := adminstate.NewController(factory.Core().V1().Nodes(), mgr, ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spot, err := adminstate.NewSpotController(kube, factory.Core().V1().Nodes(), factory.Core().V1().Events(), ev, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	factory.Start(ctx.Done())
-	go func() {
-		defer close(done)
-		if err := c.Run(ctx, 1); err != nil {
+	wg.Go(func() {
+		if err := c.Run(ctx); err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	}()
+	})
+	wg.Go(func() {
+		if err := spot.Run(ctx, 1); err != nil {
+			t.Errorf("spot Run: %v", err)
+		}
+	})
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		wg.Wait()
 		factory.Shutdown()
 	})
 	return &ctrl{kube: kube, c: c, events: ev, source: source}
@@ -309,10 +318,12 @@ func (c *ctrl) hasTaint(t testing.TB, name, key string) bool {
 	return false
 }
 
-func (c *ctrl) nodeUpdates() int {
+// nodeWrites counts the controllers' writes of nodes (patches; the tests
+// themselves update nodes).
+func (c *ctrl) nodeWrites() int {
 	n := 0
 	for _, a := range c.kube.Actions() {
-		if a.GetVerb() == "update" && a.GetResource().Resource == "nodes" {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "nodes" {
 			n++
 		}
 	}

@@ -136,7 +136,7 @@ func TestEmulatorPreemptScheduledFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, waitFor, "barrier Down", func() bool { return len(c.events.Find(b.name, adminstate.EventReasonAdminStateDown)) == 1 })
-	if got := c.nodeUpdates(); got != 2 {
+	if got := c.nodeWrites(); got != 2 {
 		t.Errorf("node updates = %d, want 2 (one per node)", got)
 	}
 	for pool, w := range env.poolWrites() {
@@ -198,7 +198,7 @@ func TestEmulatorRestartWithSpotTaintMakesNoWrite(t *testing.T) {
 	if w := env.writes(); w != 0 {
 		t.Errorf("restart made %d ARM writes, want 0", w)
 	}
-	if got := c.nodeUpdates(); got != 0 {
+	if got := c.nodeWrites(); got != 0 {
 		t.Errorf("restart updated nodes %d times, want 0", got)
 	}
 	if !env.allAre(tainted, down) || !env.allAre(nodes[0], none) {

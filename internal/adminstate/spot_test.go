@@ -35,7 +35,7 @@ func TestSpotPreemptScheduledTaintsOnceAndGoesDown(t *testing.T) {
 	if len(taints) != 1 || taints[0].Effect != v1.TaintEffectNoSchedule || taints[0].Value != backendpool.TaintDrainingSpotEviction {
 		t.Errorf("taints = %+v", taints)
 	}
-	updates := e.nodeUpdates()
+	updates := e.nodeWrites()
 
 	// Duplicates: another event, and the same event seen again with a new
 	// occurrence, while the taint is there.
@@ -43,7 +43,7 @@ func TestSpotPreemptScheduledTaintsOnceAndGoesDown(t *testing.T) {
 	ev.Count, ev.LastTimestamp = 2, metav1.NewTime(time.Now().Add(time.Second))
 	e.updateEvent(ev)
 	spotBarrier(t, e)
-	if got := e.nodeUpdates(); got != updates+1 { // +1: the barrier
+	if got := e.nodeWrites(); got != updates+1 { // +1: the barrier
 		t.Errorf("node updates %d -> %d, want only the barrier's", updates, got)
 	}
 	if got := e.events.Find("n1", EventReasonSpotEvictionTainted); len(got) != 1 {
@@ -83,7 +83,7 @@ func TestSpotIgnoresStaleAndForeignEvents(t *testing.T) {
 	if e.hasSpotTaint("n1") || e.hasSpotTaint("n2") {
 		t.Fatal("a stale, foreign or pre-start event tainted a node")
 	}
-	if got := e.nodeUpdates(); got != 1 {
+	if got := e.nodeWrites(); got != 1 {
 		t.Errorf("node updates = %d, want 1 (the barrier)", got)
 	}
 }
@@ -205,7 +205,10 @@ func TestPreemptEventListOptions(t *testing.T) {
 func TestNewControllerValidation(t *testing.T) {
 	f := newFakeARM(t)
 	mgr := newTestManager(t, f)
-	if _, err := NewController(nil, nil, nil, mgr, nil, nil); err == nil {
+	if _, err := NewController(nil, mgr, nil, nil); err == nil {
+		t.Error("nil nodes accepted")
+	}
+	if _, err := NewSpotController(nil, nil, nil, nil, nil); err == nil {
 		t.Error("nil clients accepted")
 	}
 }

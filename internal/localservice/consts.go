@@ -32,6 +32,13 @@ const (
 	LockCaller = "LocalServiceBackendPoolUpdater"
 )
 
+// ControllerName is the updater's name, as --controllers and /healthz know
+// it; QueueName names its workqueue in the workqueue metrics.
+const (
+	ControllerName = "local-service-pools"
+	QueueName      = "localservice_pools"
+)
+
 // Defaults, the same as azure.json's.
 const (
 	// DefaultInterval is loadBalancerBackendPoolUpdateIntervalInSeconds'

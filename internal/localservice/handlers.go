@@ -1,11 +1,12 @@
 package localservice
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -52,25 +53,37 @@ func (u *Updater) enqueueSlice(s *discoveryv1.EndpointSlice) {
 	}
 }
 
-// enqueueService queues the Service's desired state, computed from all its
-// EndpointSlices, for the pool of each of its IP families. Services that are
-// not ExternalTrafficPolicy=Local LoadBalancer Services are ignored; whether
-// the pool exists (the Service is placed) is decided when the queue is
-// applied.
-func (u *Updater) enqueueService(key string) {
-	ns, name, _ := cutKey(key)
+// enqueueService records a change of the Service's endpoints for the pool
+// of each of its IP families and schedules the pool: at once when it is idle
+// (the leading edge), otherwise at the end of its batching window, so later
+// changes within loadBalancerBackendPoolUpdateIntervalInSeconds share one
+// write. It reads only the Service from its lister; the endpoints are read
+// when the pool is applied. A Service that is not (or no longer) a Local
+// LoadBalancer Service has its pools' work dropped.
+func (u *Updater) enqueueService(svcKey string) {
+	ns, name, _ := strings.Cut(svcKey, "/")
 	svc, err := u.services.Services(ns).Get(name)
-	if err != nil || !isLocal(svc) {
-		return
-	}
-	nodes, err := backendpool.EndpointNodes(u.slices, ns, name)
-	if err != nil {
-		return // a lister List does not fail; nothing to queue
-	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if err != nil || !isLocal(svc) {
+		for k, st := range u.pools {
+			if st.service == svcKey {
+				delete(u.pools, k)
+			}
+		}
+		return
+	}
 	for _, f := range serviceFamilies(svc) {
-		u.queue.upsert(&operation{service: key, pool: names.LocalServicePool(ns, name, f), family: f, nodes: nodes})
+		pool := names.LocalServicePool(ns, name, f)
+		k := key(pool)
+		st, ok := u.pools[k]
+		if !ok {
+			st = &poolState{service: svcKey, pool: pool, family: f, lastAttempt: u.windows[k]}
+			u.pools[k] = st
+		}
+		// The newest change has a budget of its own (see poolState).
+		st.fresh, st.pending = 0, true
+		u.schedule(k, st)
 	}
 }
 

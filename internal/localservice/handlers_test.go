@@ -44,7 +44,7 @@ func TestSliceEventsQueueDesiredState(t *testing.T) {
 	}
 	h.waitQueued(api, "n2")
 	h.waitQueued(web) // no endpoints left
-	if got := h.queueKeys(); strings.Join(got, " ") != "default/web@default.web default/api@default.api" {
+	if got := h.queueKeys(); strings.Join(got, " ") != "default/api@default.api default/web@default.web" {
 		t.Fatalf("queue = %v (one entry per Service pool)", got)
 	}
 

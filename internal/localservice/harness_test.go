@@ -129,6 +129,7 @@ func newHarness(t testing.TB, ho harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("NewUpdater: %v", err)
 	}
+	t.Cleanup(u.queue.ShutDown) // tests that drive it by hand never Run it
 	h.u = u
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
@@ -312,7 +313,7 @@ func (h *harness) unregister(key, lb string) {
 
 // poolOf is the Service's dedicated pool of the family.
 func poolOf(key string, f v1.IPFamily) string {
-	ns, name, _ := cutKey(key)
+	ns, name, _ := strings.Cut(key, "/")
 	return names.LocalServicePool(ns, name, f)
 }
 
@@ -368,51 +369,77 @@ func (h *harness) setSlice(ns, name, slice string, nodes ...string) {
 	}
 }
 
-// waitQueued waits until the queue holds the desired node set for the
-// Service's IPv4 pool.
+// waitQueued waits until the updater has a pending change for the
+// Service's IPv4 pool and the lister shows the endpoint nodes (an attempt
+// reads them from there).
 func (h *harness) waitQueued(key string, nodes ...string) {
 	h.t.Helper()
 	want := sets.New(nodes...)
+	ns, name, _ := strings.Cut(key, "/")
 	h.eventually("queued "+key+" = "+fmt.Sprint(nodes), func() bool {
-		op := h.queued(key, poolOf(key, v1.IPv4Protocol))
-		return op != nil && op.nodes.Equal(want)
+		st := h.queued(key, poolOf(key, v1.IPv4Protocol))
+		got, err := backendpool.EndpointNodes(h.u.slices, ns, name)
+		return st != nil && st.pending && err == nil && got.Equal(want)
 	})
 }
 
-// queued returns a copy of the queued entry, or nil.
-func (h *harness) queued(key, pool string) *operation {
-	for _, op := range h.queueList() {
-		if op.service == key && strings.EqualFold(op.pool, pool) {
-			return op
-		}
+// queued returns a copy of the pool's state, or nil.
+func (h *harness) queued(key, pool string) *poolState {
+	h.u.mu.Lock()
+	defer h.u.mu.Unlock()
+	if st, ok := h.u.pools[strings.ToLower(pool)]; ok && st.service == key {
+		c := *st
+		return &c
 	}
 	return nil
 }
 
-// queueList copies the queue.
-func (h *harness) queueList() []*operation {
+// queueList copies the pools' states, sorted by pool.
+func (h *harness) queueList() []*poolState {
 	h.u.mu.Lock()
 	defer h.u.mu.Unlock()
-	var out []*operation
-	for _, op := range h.u.queue.list() {
-		c := *op
+	var out []*poolState
+	for _, st := range h.u.pools {
+		c := *st
 		out = append(out, &c)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pool < out[j].pool })
 	return out
 }
 
 func (h *harness) queueKeys() []string {
 	var out []string
-	for _, op := range h.queueList() {
-		out = append(out, op.service+"@"+op.pool)
+	for _, st := range h.queueList() {
+		out = append(out, st.service+"@"+st.pool)
 	}
 	return out
 }
 
-// tick advances the fake clock by d and runs one tick.
+// process applies what is due now: it waits until a pool is due (the
+// delaying queue hands keys over asynchronously), then runs one batch.
+func (h *harness) process() {
+	h.t.Helper()
+	h.eventually("a pool due", func() bool { return h.u.queue.Len() > 0 })
+	h.u.processNextWorkItem(h.ctx)
+}
+
+// tick advances the fake clock by d and applies what is then due (at least
+// one pool must be).
 func (h *harness) tick(d time.Duration) {
+	h.t.Helper()
 	h.clock.Step(d)
-	h.u.process(h.ctx)
+	h.process()
+}
+
+// quietTick advances the fake clock by d when nothing may be due: no pool
+// is processed (one that became due by mistake is left for the next tick,
+// whose ARM call counts then show it).
+func (h *harness) quietTick(d time.Duration) {
+	h.t.Helper()
+	h.clock.Step(d)
+	if n := h.u.queue.Len(); n != 0 {
+		h.t.Fatalf("%d pool(s) due during a quiet tick", n)
+	}
 }
 
 // eventually polls cond until it holds or the deadline passes (informers
@@ -578,6 +605,13 @@ func (l *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ,
 }
 
 // take returns and clears the recorded events.
+// count is the number of events not taken yet.
+func (l *eventLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
 func (l *eventLog) take() []event {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -3,7 +3,6 @@ package localservice
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,173 +19,127 @@ import (
 // errPoolGone: the pool or its load balancer was deleted (a stale entry).
 var errPoolGone = errors.New("the backend pool no longer exists")
 
-// cutKey splits a namespace/name key.
-func cutKey(key string) (namespace, name string, ok bool) {
-	return strings.Cut(key, "/")
+// attempt is one pool being applied in a batch.
+type attempt struct {
+	key string
+	st  poolState // a copy, taken when the attempt started
+	svc *v1.Service
+	lb  string
+	res result
 }
 
-// opGroup is the queued desired states of one pool of one load balancer:
-// what one tick writes with one GET and at most one PUT.
-type opGroup struct {
-	key    groupKey
-	lb     string // ARM names: where the store has the pool, and its name
-	pool   string
-	family v1.IPFamily
-	ops    []*operation
-}
-
-// parked: the whole group waits while any entry waits (the throttling delay
-// is group-level, so a pool's updates are never split).
-func (g *opGroup) parked(now time.Time) bool {
-	for _, op := range g.ops {
-		if op.parked(now) {
-			return true
-		}
-	}
-	return false
-}
-
-// result is the outcome of one group's attempt.
+// result is the outcome of one attempt.
 type result struct {
 	diff backendpool.Diff
 	err  error
 	mc   *metrics.MetricContext
 }
 
-// process is one tick: the design's steps, in order.
+// sync applies a batch of due pools:
 //
-//  1. Return at once when the queue is empty.
-//  2. Drain the queue under the updater lock (mu), then release mu, so
-//     EndpointSlice handlers keep queueing during the ARM calls.
-//  3. Drop stale entries quietly (the Service is gone or no longer Local,
-//     or its pool is on no managed load balancer) and group the rest by
-//     load balancer/pool, the load balancer being where the store has the
-//     pool now: an entry follows its Service when it moves.
-//  4. Keep every group with a parked entry as it is: no ARM call, no event,
-//     no metric, no retry consumed.
-//  5. Apply every other group in one store round: the store reads each pool
-//     afresh, the edit computes the entries the desired nodes call for, and
-//     the store writes the pool with its etag only when something differs
-//     (its conflict policy retries a 412 or 409 with a fresh read first).
-//  6. Settle each group: success, stale, terminal or retriable (see settle).
-//  7. Put requeued entries back under mu, before every entry queued
-//     meanwhile (queue.prepend) - unless the updater is shutting down.
-//
-// There is no service-reconcile lock: the store is the only writer of the
-// pools, and every writer computes a pool's entries from the same desired
-// state, so the Service reconcile and the updater cannot undo each other.
-func (u *Updater) process(ctx context.Context) {
-	u.mu.Lock()
-	if u.queue.len() == 0 {
-		u.mu.Unlock()
-		return
-	}
-	snapshot := u.queue.drain()
-	u.mu.Unlock()
-
+//  1. Drop the pools that no longer matter, quietly: the Service is gone or
+//     no longer a Local LoadBalancer Service, or its pool is on no managed
+//     load balancer (the store says where each pool is now, so work follows a
+//     Service that moved).
+//  2. Put back, without any ARM call, a pool that is not ready yet (its
+//     batching window or a Retry-After): the queue normally does not hand
+//     those out.
+//  3. Read each Service's ready endpoints and have the store apply all pools
+//     in one round: it GETs each pool afresh, the edit computes the entries
+//     the endpoint nodes call for, and the store PUTs the pool with its etag
+//     only when something differs (a 409 or 412 is first retried by the
+//     store with a fresh read).
+//  4. Settle each pool: success, stale, terminal or retriable (see settle).
+func (u *Updater) sync(ctx context.Context, keys []string) {
 	log := klog.FromContext(ctx)
-	order := make(map[*operation]int, len(snapshot))
-	for i, op := range snapshot {
-		order[op] = i
-	}
-	var requeue []*operation
-	var work []*opGroup
 	now := u.clock.Now()
-	for _, g := range u.groupOperations(ctx, snapshot) {
-		if g.parked(now) {
-			requeue = append(requeue, g.ops...)
+	var work []*attempt
+	for _, k := range keys {
+		u.mu.Lock()
+		cur, ok := u.pools[k]
+		var st poolState
+		if ok {
+			st = *cur
+		}
+		u.mu.Unlock()
+		if !ok {
+			u.queue.Forget(k)
 			continue
 		}
-		work = append(work, g)
-	}
-	results := u.applyGroups(ctx, work)
-	for i, g := range work {
-		requeue = append(requeue, u.settle(ctx, g, results[i])...)
-	}
-	if ctx.Err() != nil {
-		if len(requeue) > 0 {
-			log.V(2).Info("Dropped local service pool updates on shutdown", "count", len(requeue))
+		svc, lb, ok := u.relevant(ctx, &st)
+		if !ok {
+			log.V(4).Info("Dropped stale local service pool update", "service", st.service, "pool", st.pool)
+			u.drop(k)
+			continue
 		}
+		if now.Before(st.readyAt(u.interval)) {
+			u.queue.AddRateLimited(k)
+			continue
+		}
+		u.mu.Lock()
+		if cur := u.pools[k]; cur != nil {
+			cur.lastAttempt, cur.pending = now, false
+		}
+		u.windows[k] = now
+		u.mu.Unlock()
+		st.lastAttempt = now
+		work = append(work, &attempt{key: k, st: st, svc: svc, lb: lb})
+	}
+	u.pruneWindows(now)
+	if len(work) == 0 {
 		return
 	}
-	sort.SliceStable(requeue, func(i, j int) bool { return order[requeue[i]] < order[requeue[j]] })
-	u.mu.Lock()
-	u.queue.prepend(requeue)
-	u.mu.Unlock()
-}
-
-// groupOperations drops entries that are no longer relevant and groups the
-// rest by load balancer/pool, groups in the order of their first entry.
-func (u *Updater) groupOperations(ctx context.Context, ops []*operation) []*opGroup {
-	log := klog.FromContext(ctx)
-	var groups []*opGroup
-	index := map[groupKey]*opGroup{}
-	for _, op := range ops {
-		if _, ok := u.relevant(ctx, op); !ok {
-			log.V(4).Info("Dropped stale local service pool update", "service", op.service, "pool", op.pool)
-			continue
-		}
-		k := op.group()
-		g, ok := index[k]
-		if !ok {
-			g = &opGroup{key: k, lb: op.lb, pool: op.pool, family: op.family}
-			index[k] = g
-			groups = append(groups, g)
-		}
-		g.ops = append(g.ops, op)
+	u.apply(ctx, work)
+	for _, a := range work {
+		u.settle(ctx, a)
 	}
-	return groups
 }
 
-// relevant reports whether the entry still matters, and returns its
-// Service: the Service still exists and is a Local LoadBalancer Service,
-// and a managed load balancer has its pool (op.lb is set to it).
-func (u *Updater) relevant(ctx context.Context, op *operation) (*v1.Service, bool) {
-	ns, name, _ := cutKey(op.service)
+// relevant reports whether the pool still matters and returns its Service
+// and the managed load balancer that has it.
+func (u *Updater) relevant(ctx context.Context, st *poolState) (*v1.Service, string, bool) {
+	ns, name, _ := strings.Cut(st.service, "/")
 	svc, err := u.services.Services(ns).Get(name)
 	if err != nil || !isLocal(svc) {
-		return nil, false
+		return nil, "", false
 	}
-	lb, ok, err := u.store.FindPool(ctx, op.pool)
+	lb, ok, err := u.store.FindPool(ctx, st.pool)
 	if err != nil || !ok {
-		return nil, false
+		return nil, "", false
 	}
-	op.lb = lb
-	return svc, true
+	return svc, lb, true
 }
 
-// applyGroups applies the groups in one store round and returns each
-// group's result.
-func (u *Updater) applyGroups(ctx context.Context, work []*opGroup) []result {
-	results := make([]result, len(work))
-	if len(work) == 0 {
-		return results
-	}
+// apply has the store write the batch's pools in one round.
+func (u *Updater) apply(ctx context.Context, work []*attempt) {
 	rg := u.store.ResourceGroup()
 	edits := make([]lbstore.PoolEdit, len(work))
-	for i, g := range work {
-		res := &results[i]
-		res.mc = metrics.NewMetricContextWithClock(u.clock, MetricPrefix, MetricRequest, rg, u.sub, u.source).WithContext(ctx)
-		want := u.policy.Members(u.nodesNamed(g.desiredNodes()), g.family)
+	for i, a := range work {
+		a.res.mc = metrics.NewMetricContextWithClock(u.clock, MetricPrefix, MetricRequest, rg, u.sub, u.source).WithContext(ctx)
+		onNodes, err := backendpool.EndpointNodes(u.slices, a.svc.Namespace, a.svc.Name)
+		if err != nil {
+			onNodes = sets.New[string]() // a lister's List does not fail
+		}
+		want := u.policy.Members(u.nodesNamed(onNodes), a.st.family)
 		edits[i] = lbstore.PoolEdit{
-			Ref: lbstore.PoolRef{LoadBalancer: g.lb, Pool: g.pool},
+			Ref: lbstore.PoolRef{LoadBalancer: a.lb, Pool: a.st.pool},
 			Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
-				res.diff = u.policy.Sync(pool, want)
-				return res.diff.Changed, nil
+				a.res.diff = u.policy.Sync(pool, want)
+				return a.res.diff.Changed, nil
 			},
 		}
 	}
 	for i, r := range u.store.UpdatePools(ctx, LockCaller, edits, lbstore.PoolOptions{}) {
+		a := work[i]
 		switch {
 		case r.Missing:
-			results[i].err = &poolError{op: "update", lb: work[i].lb, pool: work[i].pool, err: errPoolGone}
+			a.res.err = &poolError{op: "update", lb: a.lb, pool: a.st.pool, err: errPoolGone}
 		case r.Err != nil:
-			results[i].err = &poolError{op: "update", lb: work[i].lb, pool: work[i].pool, err: r.Err}
+			a.res.err = &poolError{op: "update", lb: a.lb, pool: a.st.pool, err: r.Err}
 		case !r.Written:
-			results[i].diff.Changed = false
+			a.res.diff.Changed = false
 		}
 	}
-	return results
 }
 
 // nodesNamed resolves node names through the lister; unknown names are left
@@ -201,38 +154,21 @@ func (u *Updater) nodesNamed(names sets.Set[string]) []*v1.Node {
 	return out
 }
 
-// desiredNodes is the union of the group's desired node sets (each entry
-// of a group is for the same Service's pool; collision-free pool names make
-// it one Service).
-func (g *opGroup) desiredNodes() sets.Set[string] {
-	out := sets.New[string]()
-	for _, op := range g.ops {
-		out = out.Union(op.nodes)
-	}
-	return out
+// drop forgets a pool's work.
+func (u *Updater) drop(k string) {
+	u.mu.Lock()
+	delete(u.pools, k)
+	u.mu.Unlock()
+	u.queue.Forget(k)
 }
 
-// serviceOp is a relevant entry with its Service, for events.
-type serviceOp struct {
-	svc *v1.Service
-	op  *operation
-}
-
-// distinctServices returns, in order, one entry per distinct relevant
-// Service of ops; stale entries are left out.
-func (u *Updater) distinctServices(ctx context.Context, ops []*operation) []serviceOp {
-	seen := map[string]bool{}
-	var out []serviceOp
-	for _, op := range ops {
-		if seen[op.service] {
-			continue
+// pruneWindows forgets the windows that are over.
+func (u *Updater) pruneWindows(now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, t := range u.windows {
+		if !now.Before(t.Add(u.interval)) {
+			delete(u.windows, k)
 		}
-		svc, ok := u.relevant(ctx, op)
-		if !ok {
-			continue
-		}
-		seen[op.service] = true
-		out = append(out, serviceOp{svc: svc, op: op})
 	}
-	return out
 }

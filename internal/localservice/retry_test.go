@@ -1,13 +1,18 @@
 package localservice
 
-// The retry behaviour of the updater, one test per case of the retry
-// design's list, in its order (the test names state the behaviour). The
-// ThrottleError cases are covered by internal/azure/throttle_test.go.
+// The retry behaviour of the updater: one test per case of the local
+// service updater's retry rules (docs/multiple-load-balancers.md, "Retries
+// and error handling"), named after the behaviour. ThrottleError itself is
+// covered by internal/azure/throttle_test.go.
 //
-// A 409 or 412 is first retried by the store within the same round, with a
-// fresh read (lbstore.MaxConflictRetries times); the updater sees a conflict
-// only when it outlasts those, so the tests below inject conflictsPerTick
-// conflicts for every tick that must fail.
+// A pool is attempted at once when it is idle (the leading edge) and
+// otherwise at the end of its batching window (testInterval); h.process()
+// runs what is due, h.tick(d) moves the fake clock and runs what is then due.
+//
+// A 409 or 412 is first retried by the store within the same attempt, with
+// a fresh read (lbstore.MaxConflictRetries times); the updater sees a
+// conflict only when it outlasts those, so the tests inject conflictsPerTick
+// conflicts for every attempt that must fail.
 
 import (
 	"context"
@@ -15,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +29,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/azlb/azlb/internal/azure"
-	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/lbstore"
-	"github.com/azlb/azlb/internal/metrics"
-	"github.com/azlb/azlb/internal/testutil"
 )
 
 const (
@@ -38,7 +40,7 @@ const (
 	reasonFailed   = EventReasonPoolUpdateFailed
 	reasonUpdated  = EventReasonPoolUpdated
 
-	// conflictsPerTick make one round of the store fail with a conflict.
+	// conflictsPerTick make one attempt fail with a conflict.
 	conflictsPerTick = lbstore.MaxConflictRetries + 1
 )
 
@@ -52,6 +54,18 @@ func (h *harness) expectEvents(want ...string) []event {
 		h.t.Fatalf("events = %v, want %v", evs, want)
 	}
 	return evs
+}
+
+// expectEventSet is expectEvents in any order (pools of one batch).
+func (h *harness) expectEventSet(want ...string) {
+	h.t.Helper()
+	evs := h.rec.take()
+	got := reasons(evs)
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		h.t.Fatalf("events = %v, want %v in any order", evs, want)
+	}
 }
 
 // expectNoARM asserts that no ARM request reached the pool since the last
@@ -72,18 +86,18 @@ func (h *harness) expectMetrics(observed, failed int) {
 	}
 }
 
-// expectQueued asserts the queued entries as service@pool/retries.
+// expectQueued asserts the pools with work as service@pool/retries.
 func (h *harness) expectQueued(want ...string) {
 	h.t.Helper()
 	var got []string
-	for _, op := range h.queueList() {
-		got = append(got, fmt.Sprintf("%s@%s/%d", op.service, op.pool, op.retryCount))
+	for _, st := range h.queueList() {
+		got = append(got, fmt.Sprintf("%s@%s/%d", st.service, st.pool, st.retries))
 	}
 	if len(want) == 0 {
 		want = nil
 	}
 	if !reflect.DeepEqual(got, want) {
-		h.t.Fatalf("queue = %v, want %v", h.queueList(), want)
+		h.t.Fatalf("queue = %v, want %v", got, want)
 	}
 }
 
@@ -99,8 +113,8 @@ func (h *harness) expectPool(pool string, nodes ...string) {
 }
 
 // webHarness: default retries, nodes n1..n3, the Local Service default/web
-// registered on the test load balancer with an empty pool and endpoints on
-// n1 and n2, queued.
+// placed on the test load balancer with an empty pool, and endpoints on n1
+// and n2: a change due at once.
 func webHarness(t testing.TB, ho harnessOptions) (*harness, string) {
 	h := newHarness(t, ho)
 	h.addNode("n1", "10.240.0.4")
@@ -114,97 +128,76 @@ func webHarness(t testing.TB, ho harnessOptions) (*harness, string) {
 
 const webPool = "default.web"
 
-func TestRetry_01_ThrottleFromGetParksUntilRetryAfter(t *testing.T) {
+func TestThrottleFromGetParksThePoolUntilRetryAfter(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "60", Count: 1})
 
-	h.tick(testInterval)
+	h.process()
 	notBefore := h.clock.Now().Add(60 * time.Second)
 	evs := h.expectEvents(key + " " + reasonRetrying)
 	if !strings.Contains(evs[0].message, "retry 1 of 3 not before "+notBefore.UTC().Format(time.RFC3339)) {
 		t.Errorf("retrying message = %q", evs[0].message)
 	}
-	op := h.queued(key, webPool)
-	if op == nil || op.retryCount != 1 || !op.nextEligibleAt.Equal(notBefore) {
-		t.Fatalf("queued = %v, want retry 1 parked until %v", op, notBefore)
+	if st := h.queued(key, webPool); st == nil || st.retries != 1 || !st.notBefore.Equal(notBefore) {
+		t.Fatalf("state = %+v, want retry 1 parked until %v", st, notBefore)
 	}
 	if g, p := h.armCalls(webPool); g != 1 || p != 0 {
 		t.Fatalf("first attempt: %d GET, %d PUT; want 1 GET (429), no PUT", g, p)
 	}
 	h.expectMetrics(0, 0)
 
-	// Ticks before the Retry-After: queue preservation only.
-	h.resetRequests()
-	h.tick(testInterval)
-	h.expectNoARM(webPool)
+	h.quietTick(testInterval) // +30 s: parked, nothing due
 	h.expectEvents()
-	h.expectMetrics(0, 0)
-	if op := h.queued(key, webPool); op == nil || op.retryCount != 1 || !op.nextEligibleAt.Equal(notBefore) {
-		t.Fatalf("after a parked tick, queued = %v; want retry 1 unchanged", op)
-	}
-	if n := h.pools.attempts("get"); n != 1 {
-		t.Fatalf("client GET attempts = %d, want 1", n)
-	}
-
-	// The tick at the Retry-After applies the update.
-	h.tick(testInterval)
+	h.tick(testInterval) // +60 s: the Retry-After
 	h.expectEvents(key + " " + reasonUpdated)
+	if n := h.pools.attempts("get"); n != 2 {
+		t.Fatalf("client GET attempts = %d, want 2 (none while parked)", n)
+	}
 	h.expectPool(webPool, "n1", "n2")
 	h.expectQueued()
 	h.expectMetrics(1, 0)
 }
 
-func TestRetry_02_ThrottleFromCreateOrUpdateParksUntilRetryAfter(t *testing.T) {
+func TestThrottleFromCreateOrUpdateParksThePoolUntilRetryAfter(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "45", Count: 1})
 
-	h.tick(testInterval)
+	h.process()
 	notBefore := h.clock.Now().Add(45 * time.Second)
 	h.expectEvents(key + " " + reasonRetrying)
-	if op := h.queued(key, webPool); op == nil || op.retryCount != 1 || !op.nextEligibleAt.Equal(notBefore) {
-		t.Fatalf("queued = %v, want retry 1 parked until %v", op, notBefore)
+	if st := h.queued(key, webPool); st == nil || st.retries != 1 || !st.notBefore.Equal(notBefore) {
+		t.Fatalf("state = %+v, want retry 1 parked until %v", st, notBefore)
 	}
 	if _, p := h.armCalls(webPool); p != 1 {
 		t.Fatalf("PUTs = %d, want 1 (429 not retried by the SDK)", p)
 	}
-
 	h.resetRequests()
-	h.tick(testInterval) // +30 s < +45 s
-	h.expectNoARM(webPool)
-	h.expectEvents()
-	h.expectMetrics(0, 0)
-
-	h.tick(testInterval) // +60 s: a fresh GET, then the PUT
+	h.quietTick(testInterval) // +30 s < +45 s
+	h.tick(testInterval)      // +60 s: a fresh GET, then the PUT
 	if g, p := h.armCalls(webPool); g < 1 || p != 1 {
-		t.Fatalf("eligible tick: %d GET, %d PUT; want a fresh GET and one PUT", g, p)
+		t.Fatalf("eligible attempt: %d GET, %d PUT; want a fresh GET and one PUT", g, p)
 	}
 	h.expectEvents(key + " " + reasonUpdated)
 	h.expectPool(webPool, "n1", "n2")
-	h.expectQueued()
 	h.expectMetrics(1, 0)
 }
 
-func TestRetry_03_ARM429WithoutRetryAfterRetriesNextTick(t *testing.T) {
+func TestARM429WithoutRetryAfterRetriesAtTheNextWindow(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, Count: 1})
 
-	h.tick(testInterval)
+	h.process()
 	evs := h.expectEvents(key + " " + reasonRetrying)
 	if !strings.Contains(evs[0].message, "retry 1 of 3 at the next update") {
 		t.Errorf("retrying message = %q", evs[0].message)
 	}
-	op := h.queued(key, webPool)
-	if op == nil || op.retryCount != 1 || !op.nextEligibleAt.IsZero() {
-		t.Fatalf("queued = %v, want retry 1, not parked", op)
+	if st := h.queued(key, webPool); st == nil || st.retries != 1 || !st.notBefore.IsZero() {
+		t.Fatalf("state = %+v, want retry 1, not parked", st)
 	}
-	if g, _ := h.armCalls(webPool); g != 1 {
-		t.Fatalf("GETs = %d, want 1", g)
-	}
-
-	h.tick(testInterval)
+	h.quietTick(testInterval - time.Second)
+	h.tick(time.Second)
 	h.expectEvents(key + " " + reasonUpdated)
 	h.expectPool(webPool, "n1", "n2")
-	h.expectQueued()
 	h.expectMetrics(1, 0)
 }
 
@@ -222,36 +215,50 @@ func (h *harness) closeReadGate(retryAfter string) time.Time {
 	return until
 }
 
-func TestRetry_04_LocalGateThrottleParks(t *testing.T) {
+// concurrentWrite writes the pool behind the updater's back (a foreign
+// entry), changing its etag.
+func (h *harness) concurrentWrite(pool string) {
+	h.t.Helper()
+	_, err := h.inspect.BackendPool.CreateOrUpdate(h.ctx, h.rg(), testLB, pool, armnetwork.BackendAddressPool{
+		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{{
+				Name: to.Ptr("foreign"),
+				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+					IPAddress:      to.Ptr("10.240.0.99"),
+					VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(h.u.policy.VNetID)},
+				},
+			}},
+		},
+	}, "")
+	if err != nil {
+		h.t.Fatalf("concurrent write: %v", err)
+	}
+}
+
+func TestLocalThrottleGateParksThePool(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
-	h.clock.Step(testInterval)
 	until := h.closeReadGate("120")
 
-	h.u.process(h.ctx) // the tick: the GET is blocked by the closed gate
+	h.process() // the GET is refused by the closed gate, before ARM
 	if n := len(h.env.Emulator().Requests()); n != 0 {
 		t.Fatalf("the local gate let %d requests reach ARM", n)
 	}
-	if n := h.pools.attempts("get"); n != 1 {
-		t.Fatalf("client GET attempts = %d, want 1", n)
-	}
 	h.expectEvents(key + " " + reasonRetrying)
-	if op := h.queued(key, webPool); op == nil || op.retryCount != 1 || !op.nextEligibleAt.Equal(until) {
-		t.Fatalf("queued = %v, want retry 1 parked until %v", op, until)
+	if st := h.queued(key, webPool); st == nil || st.retries != 1 || !st.notBefore.Equal(until) {
+		t.Fatalf("state = %+v, want retry 1 parked until %v", st, until)
 	}
 	for range 3 { // +30, +60, +90 s: parked
-		h.tick(testInterval)
+		h.quietTick(testInterval)
 	}
 	h.expectNoARM(webPool)
-	h.expectEvents()
 	h.tick(testInterval) // +120 s
 	h.expectEvents(key + " " + reasonUpdated)
 	h.expectPool(webPool, "n1", "n2")
 	h.expectMetrics(1, 0)
 }
 
-func TestRetry_05_LocalGateExpiredFallsBackToNextTick(t *testing.T) {
+func TestExpiredLocalThrottleFallsBackToTheNextWindow(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
-	h.clock.Step(testInterval)
 	until := h.closeReadGate("10")
 	// The gate blocks the call; by the time the error reaches the updater,
 	// the gate time has passed (as when it expires during SDK retries).
@@ -263,7 +270,7 @@ func TestRetry_05_LocalGateExpiredFallsBackToNextTick(t *testing.T) {
 		}
 		return err
 	})
-	h.u.process(h.ctx)
+	h.process()
 	if n := len(h.env.Emulator().Requests()); n != 0 {
 		t.Fatalf("%d requests reached ARM; want the local gate to block", n)
 	}
@@ -271,15 +278,15 @@ func TestRetry_05_LocalGateExpiredFallsBackToNextTick(t *testing.T) {
 	if !strings.Contains(evs[0].message, "at the next update") {
 		t.Errorf("retrying message = %q, want the next-update fallback", evs[0].message)
 	}
-	if op := h.queued(key, webPool); op == nil || op.retryCount != 1 || !op.nextEligibleAt.IsZero() {
-		t.Fatalf("queued = %v, want retry 1, not parked", op)
+	if st := h.queued(key, webPool); st == nil || st.retries != 1 || !st.notBefore.IsZero() {
+		t.Fatalf("state = %+v, want retry 1, not parked", st)
 	}
 	h.tick(testInterval)
 	h.expectEvents(key + " " + reasonUpdated)
 	h.expectPool(webPool, "n1", "n2")
 }
 
-func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) {
+func TestConflictRetriesAfterAFreshGet(t *testing.T) {
 	cases := []struct {
 		name   string
 		status int
@@ -293,7 +300,7 @@ func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) 
 		t.Run(tc.name, func(t *testing.T) {
 			h, key := webHarness(t, harnessOptions{})
 			h.fault(http.MethodPut, webPool, emulator.Fault{Status: tc.status, Code: tc.code, Count: conflictsPerTick})
-			h.tick(testInterval)
+			h.process()
 			evs := h.expectEvents(key + " " + reasonRetrying)
 			if !strings.Contains(evs[0].message, "ARM answered HTTP") {
 				t.Errorf("retrying message = %q, want the ARM status", evs[0].message)
@@ -301,7 +308,7 @@ func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) 
 			h.expectQueued(key + "@" + webPool + "/1")
 			h.expectMetrics(0, 0)
 			if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != conflictsPerTick || p != conflictsPerTick {
-				t.Fatalf("tick 1: %d GET, %d PUT; want a fresh GET before each of %d PUTs", g, p, conflictsPerTick)
+				t.Fatalf("attempt 1: %d GET, %d PUT; want a fresh GET before each of %d PUTs", g, p, conflictsPerTick)
 			}
 			h.tick(testInterval)
 			if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != conflictsPerTick+1 || p != conflictsPerTick+1 {
@@ -313,7 +320,7 @@ func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) 
 			h.expectMetrics(1, 0)
 		})
 	}
-	t.Run("412 from a concurrent writer is absorbed by a fresh read in the same tick", func(t *testing.T) {
+	t.Run("412 from a concurrent writer is absorbed by a fresh read in the same attempt", func(t *testing.T) {
 		h, key := webHarness(t, harnessOptions{})
 		h.pools.setHook(func(op, pool string, call func() error) error {
 			if op == "put" {
@@ -322,7 +329,7 @@ func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) 
 			}
 			return call()
 		})
-		h.tick(testInterval)
+		h.process()
 		h.expectEvents(key + " " + reasonUpdated)
 		h.expectPool(webPool, "n1", "n2") // the foreign entry is not a desired one
 		if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != 2 || p != 2 {
@@ -332,22 +339,18 @@ func TestRetry_06_ConflictAndPreconditionFailedRetryAfterFreshGet(t *testing.T) 
 	})
 }
 
-func TestRetry_07_ParkedOperationPreservesWholeGroup(t *testing.T) {
+func TestChangeWhileParkedWaitsWithThePool(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "60", Count: 1})
-	h.tick(testInterval)
+	h.process()
 	h.expectEvents(key + " " + reasonRetrying)
 
-	// A fresh change for the same pool joins the parked entry: it waits too.
-	h.setEndpoints("default", "web", "n2", "n3")
-	h.resetRequests()
-	h.tick(testInterval) // +30 s: parked
-	h.expectNoARM(webPool)
-	h.expectEvents()
+	h.setEndpoints("default", "web", "n2", "n3") // a change while parked
+	h.quietTick(testInterval)                    // +30 s: still parked
 	h.expectQueued(key + "@" + webPool + "/1")
 	h.expectPool(webPool)
 
-	h.tick(testInterval) // +60 s: eligible; one GET and one PUT for both
+	h.tick(testInterval) // +60 s: one GET and one PUT carry the newest state
 	if g, p := h.pools.attempts("get"), h.pools.attempts("put"); g != 2 || p != 1 {
 		t.Fatalf("client calls: %d GET, %d PUT; want 2 GET (one per attempt), 1 PUT", g, p)
 	}
@@ -357,92 +360,71 @@ func TestRetry_07_ParkedOperationPreservesWholeGroup(t *testing.T) {
 	h.expectMetrics(1, 0)
 }
 
-func TestRetry_08_FreshOperationsWhileParkedAppliedInOrder(t *testing.T) {
+func TestPoolsParkedBehindOneRetryAfterAreAppliedTogetherWithTheNewestState(t *testing.T) {
 	h, web := webHarness(t, harnessOptions{})
-	api := h.localService("default", "api") // no endpoints yet: not queued
+	api := h.localService("default", "api")
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "60", Count: 1})
-	// While the tick runs (after web's throttled GET), web gets newer
-	// endpoints and api its first: both land in the live queue.
-	h.pools.setHook(func(op, pool string, call func() error) error {
-		err := call()
-		if op == "get" && pool == webPool {
-			h.pools.setHook(nil)
-			h.setEndpoints("default", "web", "n3")
-			h.setEndpoints("default", "api", "n1")
-		}
-		return err
-	})
-	h.tick(testInterval) // T+30: web throttled until T+90
+	h.process() // web throttled until +60; the 429 closes the client's read gate too
 	h.expectEvents(web + " " + reasonRetrying)
-	// The requeued (parked) entry comes first and takes the newest target;
-	// the fresh entry for api follows.
-	h.expectQueued(web+"@"+webPool+"/1", api+"@default.api/0")
-	if op := h.queued(web, webPool); op.nextEligibleAt.IsZero() || fmt.Sprint(sortedKeys(op)) != "[n3]" {
-		t.Fatalf("web entry = %v; want parked, target [n3]", op)
-	}
 
-	// T+60: web's group is preserved. api is attempted, but the 429 closed
-	// the client's read gate until T+90, so its GET is refused locally and
-	// it parks behind the same Retry-After.
+	// web gets newer endpoints; api its first: api is due at once, but its
+	// GET is refused by the closed gate, so it parks behind the same time.
+	h.setEndpoints("default", "web", "n3")
+	h.setEndpoints("default", "api", "n1")
 	h.resetRequests()
-	h.tick(testInterval)
+	h.process()
 	h.expectEvents(api + " " + reasonRetrying)
 	if n := len(h.env.Emulator().Requests()); n != 0 {
 		t.Fatalf("%d ARM requests while the read gate is closed", n)
 	}
-	h.expectQueued(web+"@"+webPool+"/1", api+"@default.api/1")
-	h.expectPool(webPool)
+	h.expectQueued(api+"@default.api/1", web+"@"+webPool+"/1")
 
-	h.tick(testInterval) // T+90: both applied, in order
-	h.expectEvents(web+" "+reasonUpdated, api+" "+reasonUpdated)
+	h.tick(60 * time.Second) // both applied, in one batch
+	h.expectEventSet(api+" "+reasonUpdated, web+" "+reasonUpdated)
 	h.expectPool(webPool, "n3") // the newest desired state, not n1+n2
 	h.expectPool("default.api", "n1")
 	h.expectQueued()
 	h.expectMetrics(2, 0)
 }
 
-func sortedKeys(op *operation) []string { return sets.List(op.nodes) }
-
-func TestRetry_09_MergedOperationsKeepOwnRetryCounters(t *testing.T) {
+func TestChangeMergedIntoARetryKeepsItsOwnCounter(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 2 * conflictsPerTick})
-	h.tick(testInterval)
+	h.process()
 	h.expectEvents(key + " " + reasonRetrying)
 	h.expectQueued(key + "@" + webPool + "/1")
 
-	// A fresh desired state replaces the target; the entry keeps the old
-	// attempt's counter, and the fresh change starts its own.
 	h.setEndpoints("default", "web", "n3")
-	if op := h.queued(key, webPool); op.retryCount != 1 || op.freshRetries != 0 {
-		t.Fatalf("merged entry %v fresh %d; want retries 1, fresh 0", op, op.freshRetries)
+	if st := h.queued(key, webPool); st.retries != 1 || st.fresh != 0 {
+		t.Fatalf("merged state %+v; want retries 1, fresh 0", st)
 	}
-
-	h.tick(testInterval) // the group fails: both consume one retry
+	h.tick(testInterval) // the attempt fails: both changes consume a retry
 	h.expectEvents(key + " " + reasonRetrying)
-	if op := h.queued(key, webPool); op.retryCount != 2 || op.freshRetries != 1 {
-		t.Fatalf("after the failure %v fresh %d; want retries 2, fresh 1", op, op.freshRetries)
+	if st := h.queued(key, webPool); st.retries != 2 || st.fresh != 1 {
+		t.Fatalf("after the failure %+v; want retries 2, fresh 1", st)
 	}
-
 	h.tick(testInterval)
 	h.expectEvents(key + " " + reasonUpdated)
 	h.expectPool(webPool, "n3")
 	h.expectMetrics(1, 0)
 }
 
-// A fresh change that arrives while the entry is at its retry limit is not
-// lost with it: the exhausted attempt is reported and dropped, the fresh
-// change lives on with its own budget.
-func TestRetry_10_MixedRetryBudgetsDropExhaustedRequeueFresh(t *testing.T) {
+// A fresh change that arrives while the pool's change is at its retry limit
+// is not lost with it: the exhausted change is reported and dropped, the
+// fresh one lives on with its own budget.
+func TestExhaustedChangeIsDroppedWhileAFreshOneLivesOn(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 4 * conflictsPerTick})
-	for i := 1; i <= 3; i++ {
-		h.tick(testInterval)
+	h.process()
+	for i := 2; i <= 3; i++ {
 		h.expectEvents(key + " " + reasonRetrying)
+		h.tick(testInterval)
 	}
+	h.expectEvents(key + " " + reasonRetrying)
 	h.expectQueued(key + "@" + webPool + "/3")
 	h.setEndpoints("default", "web", "n3") // fresh, while at the limit
 
-	h.tick(testInterval) // 4th failure of the old attempt, 1st of the fresh one
+	h.tick(testInterval) // 4th failure of the old change, 1st of the fresh one
 	evs := h.expectEvents(key+" "+reasonFailed, key+" "+reasonRetrying)
 	if !strings.Contains(evs[0].message, "failed after 3 retries") || !strings.Contains(evs[0].message, "To retrigger") {
 		t.Errorf("failed message = %q", evs[0].message)
@@ -453,25 +435,25 @@ func TestRetry_10_MixedRetryBudgetsDropExhaustedRequeueFresh(t *testing.T) {
 	h.expectQueued(key + "@" + webPool + "/1")
 	h.expectMetrics(1, 1)
 
-	h.tick(testInterval) // the fresh change succeeds
+	h.tick(testInterval)
 	h.expectEvents(key + " " + reasonUpdated)
 	h.expectPool(webPool, "n3")
 	h.expectQueued()
 	h.expectMetrics(2, 1)
 }
 
-func TestRetry_11_ExhaustionEmitsFailedWithGuidance(t *testing.T) {
+func TestExhaustedRetriesEmitFailedWithGuidance(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict})
+	h.process()
 	for i := 1; i <= 3; i++ {
-		h.tick(testInterval)
 		evs := h.expectEvents(key + " " + reasonRetrying)
 		if want := fmt.Sprintf("retry %d of 3", i); !strings.Contains(evs[0].message, want) {
 			t.Errorf("attempt %d: message %q does not say %q", i, evs[0].message, want)
 		}
 		h.expectMetrics(0, 0)
+		h.tick(testInterval)
 	}
-	h.tick(testInterval)
 	evs := h.expectEvents(key + " " + reasonFailed)
 	want := "Backend pool update failed after 3 retries: update backend pool default.web of load balancer kubernetes: ARM answered HTTP 409 (Conflict). " +
 		"To retrigger, cause an endpoint change for the Service (e.g., restart or scale a backing pod)."
@@ -486,12 +468,11 @@ func TestRetry_11_ExhaustionEmitsFailedWithGuidance(t *testing.T) {
 	if p := h.pools.attempts("put"); p != 4*conflictsPerTick {
 		t.Fatalf("PUT attempts = %d, want %d (1 + 3 retries, each with the store's own retries)", p, 4*conflictsPerTick)
 	}
-	// Nothing more happens.
-	h.tick(testInterval)
+	h.quietTick(testInterval) // nothing more happens
 	h.expectEvents()
 }
 
-func TestRetry_12_SDKRetriedStatusesAreTerminal(t *testing.T) {
+func TestSDKRetriedStatusesAreTerminal(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	defer func() { h.t = t }()
 	variants := [][]string{{"n1"}, {"n1", "n2", "n3"}, {"n2"}, {"n3"}, {"n1", "n3"}, {"n2", "n3"}}
@@ -499,13 +480,15 @@ func TestRetry_12_SDKRetriedStatusesAreTerminal(t *testing.T) {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			h.t = t
 			h.env.Emulator().ClearFaults()
-			if i > 0 { // queue the Service again
-				h.setEndpoints("default", "web", variants[i%len(variants)]...)
-			}
+			h.fault(http.MethodGet, webPool, emulator.Fault{Status: status})
 			h.resetRequests()
 			getsBefore := h.pools.attempts("get")
-			h.fault(http.MethodGet, webPool, emulator.Fault{Status: status})
-			h.tick(testInterval)
+			if i == 0 {
+				h.process()
+			} else { // a new change, due at the end of the last window
+				h.setEndpoints("default", "web", variants[i%len(variants)]...)
+				h.tick(testInterval)
+			}
 			evs := h.expectEvents(key + " " + reasonFailed)
 			if !strings.HasPrefix(evs[0].message, "Backend pool update failed (non-retriable): ") ||
 				!strings.Contains(evs[0].message, fmt.Sprintf("HTTP %d", status)) {
@@ -523,7 +506,7 @@ func TestRetry_12_SDKRetriedStatusesAreTerminal(t *testing.T) {
 	}
 }
 
-func TestRetry_13_OtherErrorsAreTerminal(t *testing.T) {
+func TestOtherErrorsAreTerminal(t *testing.T) {
 	boom := errors.New("boom: the node lister exploded")
 	cases := []struct {
 		name      string
@@ -566,7 +549,7 @@ func TestRetry_13_OtherErrorsAreTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h, key := webHarness(t, harnessOptions{})
 			tc.setup(h)
-			h.tick(testInterval)
+			h.process()
 			if tc.retriable {
 				h.expectEvents(key + " " + reasonRetrying)
 				h.expectQueued(key + "@" + webPool + "/1")
@@ -583,7 +566,7 @@ func TestRetry_13_OtherErrorsAreTerminal(t *testing.T) {
 	}
 }
 
-func TestRetry_14_NotFoundIsStaleAndQuiet(t *testing.T) {
+func TestNotFoundIsStaleAndQuiet(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup func(h *harness)
@@ -592,13 +575,11 @@ func TestRetry_14_NotFoundIsStaleAndQuiet(t *testing.T) {
 			if err := h.inspect.BackendPool.Delete(h.ctx, h.rg(), testLB, webPool); err != nil {
 				h.t.Fatalf("delete pool: %v", err)
 			}
-			h.resetRequests()
 		}},
 		{"load balancer deleted", func(h *harness) {
 			if err := h.inspect.LoadBalancer.Delete(h.ctx, h.rg(), testLB); err != nil {
 				h.t.Fatalf("delete lb: %v", err)
 			}
-			h.resetRequests()
 		}},
 		{"GET 404 ResourceNotFound", func(h *harness) {
 			h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusNotFound, Code: azure.CodeResourceNotFound})
@@ -611,7 +592,7 @@ func TestRetry_14_NotFoundIsStaleAndQuiet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h, _ := webHarness(t, harnessOptions{})
 			tc.setup(h)
-			h.tick(testInterval)
+			h.process()
 			h.expectEvents()
 			h.expectQueued()
 			h.expectMetrics(0, 0)
@@ -622,13 +603,13 @@ func TestRetry_14_NotFoundIsStaleAndQuiet(t *testing.T) {
 	}
 }
 
-func TestRetry_15_StaleServiceOrMovedLBDroppedBeforeRequeue(t *testing.T) {
+func TestStaleServiceOrRemovedPoolIsDroppedQuietly(t *testing.T) {
 	cases := []struct {
 		name   string
-		during func(h *harness, key string) // runs during the failing PUT
+		during func(h *harness) // runs during the failing PUT
 	}{
-		{"Service deleted", func(h *harness, _ string) { h.deleteService("default", "web") }},
-		{"Service now ExternalTrafficPolicy=Cluster", func(h *harness, _ string) {
+		{"Service deleted", func(h *harness) { h.deleteService("default", "web") }},
+		{"Service now ExternalTrafficPolicy=Cluster", func(h *harness) {
 			svc, err := h.kube.CoreV1().Services("default").Get(h.ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				h.t.Fatal(err)
@@ -642,7 +623,7 @@ func TestRetry_15_StaleServiceOrMovedLBDroppedBeforeRequeue(t *testing.T) {
 				return err == nil && s.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyCluster
 			})
 		}},
-		{"pool removed from its load balancer", func(h *harness, _ string) {
+		{"pool removed from its load balancer", func(h *harness) {
 			// What the Service reconcile does when the Service moves away
 			// (here behind the store's back: its round is busy with us).
 			if err := h.inspect.BackendPool.Delete(h.ctx, h.rg(), testLB, webPool); err != nil {
@@ -652,65 +633,49 @@ func TestRetry_15_StaleServiceOrMovedLBDroppedBeforeRequeue(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h, key := webHarness(t, harnessOptions{})
+			h, _ := webHarness(t, harnessOptions{})
 			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
 			h.pools.setHook(func(op, _ string, call func() error) error {
 				if op == "put" {
 					h.pools.setHook(nil)
-					tc.during(h, key)
+					tc.during(h)
 				}
 				return call()
 			})
-			h.tick(testInterval)
+			h.process()
+			// The failure is reported as it happened; the next window finds
+			// the pool no longer relevant and drops it without an ARM call.
+			h.rec.take()
+			h.resetRequests()
+			if h.u.QueueLen() > 0 {
+				h.tick(testInterval)
+			}
+			h.expectNoARM(webPool)
 			h.expectEvents()
 			h.expectQueued()
-			h.expectMetrics(0, 0)
 		})
 	}
-
-	t.Run("stale at drain: no ARM call", func(t *testing.T) {
+	t.Run("stale before the attempt: no ARM call", func(t *testing.T) {
 		h, key := webHarness(t, harnessOptions{})
 		h.unregister(key, testLB)
 		h.resetRequests()
-		h.tick(testInterval)
+		h.process()
 		h.expectNoARM(webPool)
 		h.expectEvents()
 		h.expectQueued()
 	})
 }
 
-// concurrentWrite writes the pool behind the updater's back (a foreign
-// entry), changing its etag.
-func (h *harness) concurrentWrite(pool string) {
-	h.t.Helper()
-	_, err := h.inspect.BackendPool.CreateOrUpdate(h.ctx, h.rg(), testLB, pool, armnetwork.BackendAddressPool{
-		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
-			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{{
-				Name: to.Ptr("foreign"),
-				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
-					IPAddress:      to.Ptr("10.240.0.99"),
-					VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(h.u.policy.VNetID)},
-				},
-			}},
-		},
-	}, "")
-	if err != nil {
-		h.t.Fatalf("concurrent write: %v", err)
-	}
-}
-
-// A requeued entry follows its Service: when the Service reconcile moves
-// it to another load balancer, the retry writes the pool where it is now,
-// and nothing is written where it was.
-func TestRetry_16_RequeuedEntryFollowsAServiceThatMoved(t *testing.T) {
+// A retried pool follows its Service: when the Service reconcile moves it
+// to another load balancer, the retry writes the pool where it is now, and
+// nothing is written where it was.
+func TestRetryFollowsAServiceThatMoved(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
-	h.tick(testInterval)
+	h.process()
 	h.expectEvents(key + " " + reasonRetrying)
 	h.expectQueued(key + "@" + webPool + "/1")
 
-	// The Service reconcile moves the Service to lb-2: its pool leaves
-	// kubernetes and is created there.
 	h.createLB(otherLB)
 	h.unregister(key, testLB)
 	h.register(key, otherLB)
@@ -729,9 +694,9 @@ func TestRetry_16_RequeuedEntryFollowsAServiceThatMoved(t *testing.T) {
 	h.expectQueued()
 }
 
-// A requeued entry of a Service deleted meanwhile is dropped by the next
-// tick's relevance check, quietly and without an ARM call.
-func TestRetry_17_RequeuedEntryOfADeletedServiceIsDropped(t *testing.T) {
+// A retried pool of a Service deleted meanwhile is dropped at its next
+// window, quietly and without an ARM call.
+func TestRetryOfADeletedServiceIsDropped(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		delete func(h *harness, key string)
@@ -742,9 +707,8 @@ func TestRetry_17_RequeuedEntryOfADeletedServiceIsDropped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h, key := webHarness(t, harnessOptions{})
 			h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
-			h.tick(testInterval)
+			h.process()
 			h.expectEvents(key + " " + reasonRetrying)
-			h.expectQueued(key + "@" + webPool + "/1")
 			tc.delete(h, key)
 			h.resetRequests()
 			h.tick(testInterval)
@@ -756,80 +720,62 @@ func TestRetry_17_RequeuedEntryOfADeletedServiceIsDropped(t *testing.T) {
 	}
 }
 
-func TestRetry_18_ServiceGoneWhileParkedDroppedQuietly(t *testing.T) {
+func TestServiceGoneWhileParkedIsDroppedQuietly(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "300", Count: 1})
-	h.tick(testInterval)
+	h.process()
 	h.expectEvents(key + " " + reasonRetrying)
 	h.deleteService("default", "web")
 	h.resetRequests()
-	h.tick(testInterval)
+	h.tick(300 * time.Second)
 	h.expectQueued()
 	h.expectEvents()
 	h.expectNoARM(webPool)
 	h.expectMetrics(0, 0)
 }
 
-// With collision-free pool names a group holds one Service's entry, but
-// settle still reports once per distinct Service of a group: a group built
-// with two Services' entries gets one event each, not one in all.
-func TestRetry_19_OneEventPerDistinctServiceInGroup(t *testing.T) {
+// Pools of several Services failing in one batch get one event each.
+func TestOneEventPerServiceWhenSeveralFailTogether(t *testing.T) {
 	one := 1
-	h := newHarness(t, harnessOptions{maxRetries: &one})
-	h.addNode("n1", "10.240.0.4")
-	a := h.localService("default", "web")
-	h.addService("default", "api")
-	b := "default/api"
-	g := &opGroup{key: groupKey{lb: testLB, pool: webPool}, lb: testLB, pool: webPool, family: v1.IPv4Protocol, ops: []*operation{
-		{service: a, pool: webPool, family: v1.IPv4Protocol, nodes: sets.New("n1")},
-		{service: a, pool: webPool, family: v1.IPv4Protocol, nodes: sets.New("n1")},
-		{service: b, pool: webPool, family: v1.IPv4Protocol, nodes: sets.New("n1")},
-	}}
-	conflict := &poolError{op: "update", lb: testLB, pool: webPool, err: testutil.RespErr(http.StatusConflict, "AnotherOperationInProgress")}
-	requeued := h.u.settle(h.ctx, g, result{err: conflict, mc: metrics.NewMetricContext(MetricPrefix, MetricRequest, "rg", "s", h.source)})
-	h.expectEvents(a+" "+reasonRetrying, b+" "+reasonRetrying)
-	if len(requeued) != 3 {
-		t.Fatalf("requeued %d entries, want all 3", len(requeued))
+	h, web := webHarness(t, harnessOptions{maxRetries: &one})
+	api := h.localService("default", "api")
+	h.setEndpoints("default", "api", "n3")
+	for _, pool := range []string{webPool, "default.api"} {
+		h.fault(http.MethodPut, pool, emulator.Fault{Status: http.StatusConflict, Count: 2 * conflictsPerTick})
 	}
-	g.ops = requeued
-	h.u.settle(h.ctx, g, result{err: conflict, mc: metrics.NewMetricContext(MetricPrefix, MetricRequest, "rg", "s", h.source)})
-	h.expectEvents(a+" "+reasonFailed, b+" "+reasonFailed)
-	h.expectMetrics(1, 1)
-	h.u.settle(h.ctx, g, result{diff: backendpool.Diff{Changed: true, Members: 1}, mc: metrics.NewMetricContext(MetricPrefix, MetricRequest, "rg", "s", h.source)})
-	h.expectEvents(a+" "+reasonUpdated, b+" "+reasonUpdated)
+	h.process() // both due: one batch
+	h.expectEventSet(api+" "+reasonRetrying, web+" "+reasonRetrying)
+	h.tick(testInterval)
+	h.expectEventSet(api+" "+reasonFailed, web+" "+reasonFailed)
+	h.expectMetrics(2, 2)
+	h.expectQueued()
 }
 
-// A parked entry whose pool is removed (the Service left its load balancer)
-// is dropped at the next tick, before its Retry-After, without an ARM call.
-func TestRetry_20_ParkedOperationOfARemovedPoolIsDropped(t *testing.T) {
+func TestParkedPoolWhosePoolWasRemovedIsDroppedWithoutARMCall(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "300", Count: 1})
-	h.tick(testInterval)
+	h.process()
 	h.expectEvents(key + " " + reasonRetrying)
-	if op := h.queued(key, webPool); op == nil || !op.nextEligibleAt.After(h.clock.Now()) {
-		t.Fatalf("queued = %v, want parked", op)
-	}
 	h.unregister(key, testLB)
 	h.resetRequests()
-	h.tick(testInterval)
+	h.tick(300 * time.Second)
 	h.expectQueued()
 	h.expectNoARM(webPool)
 	h.expectEvents()
 }
 
-func TestRetry_21_ShutdownWithParkedOperationsIsQuiet(t *testing.T) {
-	t.Run("Run stops with a parked entry", func(t *testing.T) {
+func TestShutdownWithParkedPoolsIsQuiet(t *testing.T) {
+	t.Run("Run stops with a parked pool", func(t *testing.T) {
 		h, key := webHarness(t, harnessOptions{})
 		h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "600", Count: 1})
 		ctx, cancel := context.WithCancel(h.ctx)
 		done := make(chan error, 1)
 		go func() { done <- h.u.Run(ctx) }()
-		h.eventually("ticker started", h.clock.HasWaiters)
-		h.clock.Step(testInterval)
 		h.eventually("parked", func() bool {
-			op := h.queued(key, webPool)
-			return op != nil && op.retryCount == 1
+			st := h.queued(key, webPool)
+			return st != nil && st.retries == 1
 		})
+		h.eventually("the Retrying event", func() bool { return h.rec.count() > 0 })
 		h.expectEvents(key + " " + reasonRetrying)
 		cancel()
 		if err := <-done; err != nil {
@@ -841,8 +787,8 @@ func TestRetry_21_ShutdownWithParkedOperationsIsQuiet(t *testing.T) {
 	})
 	t.Run("cancellation during an ARM call", func(t *testing.T) {
 		// The store finishes a write it started (it stops writing only when
-		// the leader's context ends); the updater requeues nothing and
-		// reports no retry or failure.
+		// the leader's context ends); the updater reports the outcome and
+		// keeps nothing.
 		h, key := webHarness(t, harnessOptions{})
 		ctx, cancel := context.WithCancel(h.ctx)
 		h.pools.setHook(func(op, _ string, call func() error) error {
@@ -851,24 +797,23 @@ func TestRetry_21_ShutdownWithParkedOperationsIsQuiet(t *testing.T) {
 			}
 			return call()
 		})
-		h.clock.Step(testInterval)
-		h.u.process(ctx)
+		h.eventually("a pool due", func() bool { return h.u.queue.Len() > 0 })
+		h.u.processNextWorkItem(ctx)
 		h.expectQueued()
 		h.expectEvents(key + " " + reasonUpdated)
 	})
 }
 
-func TestRetry_22_ExplicitZeroMaxRetriesDisablesRetry(t *testing.T) {
+func TestExplicitZeroMaxRetriesDisablesRetry(t *testing.T) {
 	probe := newHarness(t, harnessOptions{})
 	cases := []struct {
 		extra string
-		isNil bool
 		want  int
 	}{
-		{`"loadBalancerBackendPoolUpdateIntervalInSeconds": 30`, false, 3}, // unset: SetDefaults fills 3
-		{`"loadBalancerBackendPoolUpdateMaxRetries": 0`, false, 0},
-		{`"loadBalancerBackendPoolUpdateMaxRetries": -4`, false, 0},
-		{`"loadBalancerBackendPoolUpdateMaxRetries": 5`, false, 5},
+		{`"loadBalancerBackendPoolUpdateIntervalInSeconds": 30`, 3}, // unset: SetDefaults fills 3
+		{`"loadBalancerBackendPoolUpdateMaxRetries": 0`, 0},
+		{`"loadBalancerBackendPoolUpdateMaxRetries": -4`, 0},
+		{`"loadBalancerBackendPoolUpdateMaxRetries": 5`, 5},
 	}
 	for _, tc := range cases {
 		cfg := testConfig(t, probe.env, tc.extra)
@@ -890,7 +835,7 @@ func TestRetry_22_ExplicitZeroMaxRetriesDisablesRetry(t *testing.T) {
 		t.Fatalf("MaxRetries() = %d", h.u.MaxRetries())
 	}
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: conflictsPerTick})
-	h.tick(testInterval)
+	h.process()
 	evs := h.expectEvents(key + " " + reasonFailed)
 	if !strings.Contains(evs[0].message, "failed after 0 retries") {
 		t.Errorf("message = %q", evs[0].message)
@@ -899,14 +844,14 @@ func TestRetry_22_ExplicitZeroMaxRetriesDisablesRetry(t *testing.T) {
 	h.expectMetrics(1, 1)
 }
 
-func TestRetry_23_RetriedThenSucceededRecordsOneSuccessMetric(t *testing.T) {
+func TestRetriedThenSucceededRecordsOneSuccessMetric(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	h.fault(http.MethodPut, webPool, emulator.Fault{Status: http.StatusConflict, Count: 2 * conflictsPerTick})
 	h.fault(http.MethodGet, webPool, emulator.Fault{Status: http.StatusTooManyRequests, RetryAfter: "40", Count: 1})
-	h.tick(testInterval) // GET 429: parked
-	h.tick(testInterval) // parked
-	h.tick(testInterval) // PUT 409
-	h.tick(testInterval) // PUT 409
+	h.process() // GET 429: parked until +40
+	h.quietTick(30 * time.Second)
+	h.tick(10 * time.Second) // PUT 409
+	h.tick(testInterval)     // PUT 409
 	h.expectMetrics(0, 0)
 	h.tick(testInterval) // success
 	h.expectEvents(key+" "+reasonRetrying, key+" "+reasonRetrying, key+" "+reasonRetrying, key+" "+reasonUpdated)

@@ -10,7 +10,9 @@ import (
 	"github.com/azlb/azlb/internal/config"
 )
 
-func TestRunAppliesTheQueueEveryInterval(t *testing.T) {
+// The first change of an idle pool is applied at once (the leading edge);
+// later changes within the window wait for its end and share one write.
+func TestRunAppliesAnIdlePoolAtOnceAndBatchesLaterChanges(t *testing.T) {
 	h, key := webHarness(t, harnessOptions{})
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
@@ -21,23 +23,31 @@ func TestRunAppliesTheQueueEveryInterval(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	h.eventually("ticker started", h.clock.HasWaiters)
 
-	h.clock.Step(testInterval - time.Second)
-	if h.u.QueueLen() != 1 {
-		t.Fatalf("the queue was applied before the interval")
-	}
-	h.clock.Step(time.Second)
-	h.eventually("pool updated", func() bool { return h.u.QueueLen() == 0 && len(h.poolNodes(webPool)) == 2 })
+	// Leading edge: no clock step needed.
+	h.eventually("pool updated at once", func() bool { return h.u.QueueLen() == 0 && len(h.poolNodes(webPool)) == 2 })
 	h.eventually("event", func() bool { return len(h.rec.fake.Events) == 1 })
 	h.expectEvents(key + " " + reasonUpdated)
 
-	// The next endpoint change waits for the next tick.
+	// Two more changes within the window: nothing until its end, then one
+	// GET and one PUT with the last one.
+	h.resetRequests()
 	h.setEndpoints("default", "web", "n3")
-	h.clock.Step(testInterval)
+	h.setEndpoints("default", "web", "n1", "n3")
+	h.clock.Step(testInterval - time.Second)
+	if g, p := h.armCalls(webPool); g != 0 || p != 0 {
+		t.Fatalf("%d GET, %d PUT inside the window", g, p)
+	}
+	h.clock.Step(time.Second)
 	h.eventually("second update observed", func() bool { o, _ := h.opMetrics(); return o == 2 })
-	h.expectPool(webPool, "n3")
+	if g, p := h.armCalls(webPool); g != 1 || p != 1 {
+		t.Fatalf("%d GET, %d PUT for the window; want one of each", g, p)
+	}
+	h.expectPool(webPool, "n1", "n3")
 	h.expectMetrics(2, 0)
+	if err := h.u.HealthChecker().Check(nil); err != nil {
+		t.Errorf("health while running: %v", err)
+	}
 }
 
 func TestNewUpdaterValidates(t *testing.T) {

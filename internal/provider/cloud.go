@@ -6,7 +6,6 @@ import (
 	"io"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +27,9 @@ const ProviderName = "azure"
 // Cloud is the cloudprovider.Interface azlb registers. Only the
 // LoadBalancer part is implemented; Instances, Zones, Clusters and Routes
 // report unsupported, so the cloud node, node lifecycle and route
-// controllers of the framework stay idle.
+// controllers of the framework stay idle. azlb's own controllers are
+// registered with the controller manager (cmd/azlb-controller-manager) and
+// reach the cloud through Config and Store.
 type Cloud struct {
 	*Provider
 	Config  *config.Config
@@ -36,25 +37,7 @@ type Cloud struct {
 	// Store is the one reader and writer of load balancers and backend
 	// pools; Initialize starts its writer.
 	Store *lbstore.Store
-
-	// Extensions start azlb's own controllers (admin state, local service
-	// updater). The framework calls Initialize and SetInformers on the
-	// elected leader only, before the service controller starts, so each
-	// extension runs under the same leader election and is plugged into
-	// the provider before the first Service is reconciled.
-	Extensions []Extension
-
-	client kubernetes.Interface
-	ctx    context.Context
 }
-
-// Extension starts one controller. ctx ends when the controller manager
-// stops leading; informers from f are started by the framework after all
-// extensions ran.
-type Extension func(ctx context.Context, c *Cloud, f informers.SharedInformerFactory, client kubernetes.Interface, recorder record.EventRecorder) error
-
-// Recorder is the event recorder Initialize built.
-func (c *Cloud) Recorder() record.EventRecorder { return c.recorder }
 
 var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
@@ -95,41 +78,50 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store}, nil
 }
 
-// Initialize wires the event recorder and starts the store's writer. It is
-// called once by the framework, on the elected leader, before any controller
-// starts; stop closes when leadership ends, and with it every write.
+// Initialize wires the Service event recorder and starts the store's
+// writer. It is called once by the framework, on the elected leader, before
+// any controller starts; stop closes when leadership ends, and with it
+// every write.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	client := clientBuilder.ClientOrDie("azlb-cloud-provider")
-	c.client = client
-	c.ctx = wait.ContextForChannel(stop)
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartStructuredLogging(0)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c.recorder = broadcaster.NewRecorder(recordScheme(), v1.EventSource{Component: "azlb-controller-manager"})
-	go c.Store.Run(c.ctx)
-	go func() {
-		<-stop
-		broadcaster.Shutdown()
-	}()
+	ctx := wait.ContextForChannel(stop)
+	client, err := clientBuilder.Client(CloudClientName)
+	if err != nil {
+		// Without a client there are no events; the load balancers are
+		// still reconciled.
+		klog.FromContext(ctx).Error(err, "Building the cloud provider's Kubernetes client; Service events are dropped")
+	} else {
+		c.recorder = NewRecorder(ctx, client, "azlb-controller-manager")
+	}
+	go c.Store.Run(ctx)
 }
 
-// SetInformers gives placement a namespace lister and starts the
-// extensions. An extension that fails to start stops the controller
-// manager: running without it would silently lose a feature azure.json
-// asked for.
+// CloudClientName is the client identity of the Service reconcile's events.
+const CloudClientName = "azlb-cloud-provider"
+
+// NewRecorder builds an event recorder writing through client, shut down
+// when ctx ends.
+func NewRecorder(ctx context.Context, client kubernetes.Interface, component string) record.EventRecorder {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(0)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		broadcaster.Shutdown()
+	}()
+	return broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
+}
+
+// SetInformers gives the Service reconcile the listers of the shared
+// informers: namespaces (placement), nodes (latest taints) and, in
+// multiple-SLB mode, EndpointSlices (Local Service pools).
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
-	slices := f.Discovery().V1().EndpointSlices()
 	var listSlices discoverylisters.EndpointSliceLister
 	var synced func() bool
 	if c.Config.UseMultipleStandardLoadBalancers() {
+		slices := f.Discovery().V1().EndpointSlices()
 		listSlices, synced = slices.Lister(), slices.Informer().HasSynced
 	}
 	c.SetListers(f.Core().V1().Namespaces().Lister(), f.Core().V1().Nodes().Lister(), listSlices, synced)
-	for _, ext := range c.Extensions {
-		if err := ext(c.ctx, c, f, c.client, c.recorder); err != nil {
-			klog.Fatalf("Starting azlb controller: %v", err)
-		}
-	}
 }
 
 // LoadBalancer is supported.
@@ -155,5 +147,3 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 
 // HasClusterID is true: azlb tags what it creates with the cluster name.
 func (c *Cloud) HasClusterID() bool { return true }
-
-func recordScheme() *runtime.Scheme { return scheme.Scheme }

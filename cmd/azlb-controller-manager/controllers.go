@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	genericcontrollermanager "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/adminstate"
+	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/localservice"
+	"github.com/azlb/azlb/internal/provider"
+)
+
+// Client identities (ServiceAccounts with --use-service-account-credentials)
+// of the controllers; deploy/ grants each only what it calls.
+const (
+	clientService      = "azlb-service-controller"
+	clientAdminState   = "azlb-admin-state-controller"
+	clientSpotEviction = "azlb-spot-eviction-controller"
+	clientLocalService = "azlb-local-service-controller"
+)
+
+// defaultControllers run unless --controllers says otherwise: azlb
+// implements load balancers only, so the framework's node and route
+// controllers stay off.
+func defaultControllers() []string {
+	return []string{names.ServiceLBController, adminstate.ControllerAdminState, adminstate.ControllerSpotEviction, localservice.ControllerName}
+}
+
+// controllerInitializers lists every controller --controllers knows: the
+// framework's (the service controller with azlb's client identity) and
+// azlb's own. Each of azlb's is also switched by azure.json (it reports
+// itself not started when its feature is off).
+func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
+	inits := map[string]app.ControllerInitFuncConstructor{}
+	for name, c := range app.DefaultInitFuncConstructors {
+		inits[name] = c
+	}
+	if c, ok := inits[names.ServiceLBController]; ok {
+		c.InitContext.ClientName = clientService
+		inits[names.ServiceLBController] = c
+	}
+	inits[adminstate.ControllerAdminState] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: clientAdminState},
+		Constructor: startAdminState,
+	}
+	inits[adminstate.ControllerSpotEviction] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: clientSpotEviction},
+		Constructor: startSpotEviction,
+	}
+	inits[localservice.ControllerName] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: clientLocalService},
+		Constructor: startLocalService,
+	}
+	return inits
+}
+
+// azureCloud is the cloud azlb registered.
+func azureCloud(cloud cloudprovider.Interface) (*provider.Cloud, error) {
+	az, ok := cloud.(*provider.Cloud)
+	if !ok {
+		return nil, fmt.Errorf("cloud provider %T is not azlb's %q", cloud, provider.ProviderName)
+	}
+	return az, nil
+}
+
+// clientFor builds the controller's own client.
+func clientFor(cfg *cloudcontrollerconfig.CompletedConfig, ic app.ControllerInitContext) (kubernetes.Interface, error) {
+	client, err := cfg.ClientBuilder.Client(ic.ClientName)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", ic.ClientName, err)
+	}
+	return client, nil
+}
+
+// startAdminState runs the admin-state controller unless azure.json sets
+// enableLoadBalancerAdminState to false.
+func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		az, err := azureCloud(cloud)
+		if err != nil {
+			return nil, false, err
+		}
+		if !az.Config.AdminStateEnabled() {
+			klog.FromContext(ctx).Info("Admin-state controller disabled by enableLoadBalancerAdminState=false")
+			return nil, false, nil
+		}
+		client, err := clientFor(cfg, ic)
+		if err != nil {
+			return nil, false, err
+		}
+		mgr, err := adminstate.NewManager(az.Store, adminstate.ManagerOptions{SubscriptionID: az.Config.SubscriptionID,
+			Source: "azlb-controller-manager", Policy: backendpool.PolicyFromConfig(az.Config)})
+		if err != nil {
+			return nil, false, err
+		}
+		c, err := adminstate.NewController(cfg.SharedInformers.Core().V1().Nodes(), mgr,
+			provider.NewRecorder(ctx, client, "azlb-admin-state-controller"), nil)
+		if err != nil {
+			return nil, false, err
+		}
+		go run(ctx, c.Name(), c.Run)
+		return c, true, nil
+	}
+}
+
+// startSpotEviction runs the spot-eviction controller with the admin-state
+// feature. PreemptScheduled events are read through an informer of its own
+// that lists only those events (a field selector), not every event.
+func startSpotEviction(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		az, err := azureCloud(cloud)
+		if err != nil {
+			return nil, false, err
+		}
+		if !az.Config.AdminStateEnabled() {
+			klog.FromContext(ctx).Info("Spot-eviction controller disabled by enableLoadBalancerAdminState=false")
+			return nil, false, nil
+		}
+		client, err := clientFor(cfg, ic)
+		if err != nil {
+			return nil, false, err
+		}
+		events := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(adminstate.PreemptEventListOptions))
+		c, err := adminstate.NewSpotController(client, cfg.SharedInformers.Core().V1().Nodes(), events.Core().V1().Events(),
+			provider.NewRecorder(ctx, client, "azlb-spot-eviction-controller"), nil)
+		if err != nil {
+			return nil, false, err
+		}
+		events.Start(ctx.Done())
+		go func() {
+			run(ctx, c.Name(), func(ctx context.Context) error { return c.Run(ctx, 1) })
+			events.Shutdown()
+		}()
+		return c, true, nil
+	}
+}
+
+// startLocalService runs the ExternalTrafficPolicy=Local pool updater in
+// multiple Standard load balancer mode (the only mode with dedicated Local
+// pools).
+func startLocalService(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		az, err := azureCloud(cloud)
+		if err != nil {
+			return nil, false, err
+		}
+		if !az.Config.UseMultipleStandardLoadBalancers() {
+			klog.FromContext(ctx).Info("Local service pool updater idle: dedicated Local pools exist only with multipleStandardLoadBalancerConfigurations")
+			return nil, false, nil
+		}
+		client, err := clientFor(cfg, ic)
+		if err != nil {
+			return nil, false, err
+		}
+		f := cfg.SharedInformers
+		u, err := localservice.NewUpdater(localservice.FromConfig(az.Config, localservice.Options{
+			Recorder:       provider.NewRecorder(ctx, client, "azlb-local-service-controller"),
+			Store:          az.Store,
+			Nodes:          f.Core().V1().Nodes(),
+			Services:       f.Core().V1().Services(),
+			EndpointSlices: f.Discovery().V1().EndpointSlices(),
+			Source:         "azlb-controller-manager",
+		}))
+		if err != nil {
+			return nil, false, err
+		}
+		go run(ctx, u.Name(), u.Run)
+		return u, true, nil
+	}
+}
+
+// run runs a controller until ctx ends and logs how it ended.
+func run(ctx context.Context, name string, fn func(context.Context) error) {
+	if err := fn(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Controller stopped", "controller", name)
+	}
+}
