@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/emulator"
 )
@@ -54,12 +55,12 @@ func BenchmarkLayerOverhead(b *testing.B) {
 func BenchmarkClosedWriteGate(b *testing.B) {
 	env := newEmuEnvClock(b, emulator.Options{}, "bench-gate", nil, false)
 	lb := env.seed(b)
-	closeWriteGate(b, env, deref(lb.Etag))
+	closeWriteGate(b, env, ptr.Deref(lb.Etag, ""))
 	env.emu.ResetRequests()
 	ctx := context.Background()
 	writes := 0
 	for b.Loop() {
-		_, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+		_, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, ""))
 		if Classify(err) != ClassThrottled {
 			b.Fatalf("write %d through a closed gate: %v", writes, err)
 		}

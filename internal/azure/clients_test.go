@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/metrics"
@@ -125,7 +126,7 @@ func TestLoadBalancerClientAgainstFakeARM(t *testing.T) {
 	ctx := context.Background()
 
 	got, err := c.LoadBalancer.Get(ctx, "rg", "lb1")
-	if err != nil || deref(got.Name) != "lb1" {
+	if err != nil || ptr.Deref(got.Name, "") != "lb1" {
 		t.Fatalf("Get = %v, %v", got, err)
 	}
 
@@ -135,7 +136,7 @@ func TestLoadBalancerClientAgainstFakeARM(t *testing.T) {
 	}
 	var names []string
 	for _, lb := range all {
-		names = append(names, deref(lb.Name))
+		names = append(names, ptr.Deref(lb.Name, ""))
 	}
 	if strings.Join(names, ",") != "lb1,lb2,lb3" {
 		t.Errorf("List over two pages = %v", names)
@@ -155,7 +156,7 @@ func TestLoadBalancerClientAgainstFakeARM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if deref(res.Properties.ProvisioningState) != "Succeeded" || deref(res.Etag) != `W/"2"` {
+	if ptr.Deref(res.Properties.ProvisioningState, "") != "Succeeded" || ptr.Deref(res.Etag, "") != `W/"2"` {
 		t.Errorf("CreateOrUpdate returned %+v, want the final resource", res)
 	}
 	writes := f.records()[before:]

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/emulator"
@@ -163,18 +164,18 @@ func TestEmulatorTokenAcquisitionAndCRUD(t *testing.T) {
 	}
 
 	got, err := env.c.LoadBalancer.Get(ctx, emuRG, emuLB)
-	if err != nil || deref(got.Etag) != deref(lb.Etag) {
+	if err != nil || ptr.Deref(got.Etag, "") != ptr.Deref(lb.Etag, "") {
 		t.Fatalf("Get = %v, %v", got, err)
 	}
 	lbs, err := env.c.LoadBalancer.List(ctx, emuRG)
 	if err != nil || len(lbs) != 1 {
 		t.Fatalf("List = %d, %v", len(lbs), err)
 	}
-	pool, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+	pool, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, ""))
 	if err != nil {
 		t.Fatalf("pool update with current etag: %v", err)
 	}
-	if deref(pool.Name) != "pool" || deref(pool.Etag) == deref(lb.Etag) {
+	if ptr.Deref(pool.Name, "") != "pool" || ptr.Deref(pool.Etag, "") == ptr.Deref(lb.Etag, "") {
 		t.Errorf("pool after update = %+v, want a new etag", pool)
 	}
 	if _, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool2", poolBody(), ""); err != nil {
@@ -231,7 +232,7 @@ func TestEmulatorTokenAcquisitionAndCRUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	sn, err := env.c.Subnet.Get(ctx, emuRG, "vnet", "nodes")
-	if err != nil || deref(sn.Properties.AddressPrefix) != "10.0.0.0/24" {
+	if err != nil || ptr.Deref(sn.Properties.AddressPrefix, "") != "10.0.0.0/24" {
 		t.Fatalf("Subnet.Get = %+v, %v", sn, err)
 	}
 
@@ -302,7 +303,7 @@ func TestEmulator429(t *testing.T) {
 				Code: "SubscriptionRequestsThrottled", RetryAfter: tc.retryAfter(now)})
 			env.emu.ResetRequests()
 
-			_, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+			_, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, ""))
 			if Classify(err) != ClassThrottled || !errors.Is(err, ErrTooManyRequest) {
 				t.Fatalf("CreateOrUpdate: %v (class %v), want throttled", err, Classify(err))
 			}
@@ -318,7 +319,7 @@ func TestEmulator429(t *testing.T) {
 				t.Fatalf("read while write gate closed: %v", err)
 			}
 			env.emu.ResetRequests()
-			_, err = env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+			_, err = env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, ""))
 			if at.After(env.clk.Now()) {
 				// Local gate path: blocked without reaching ARM.
 				if Classify(err) != ClassThrottled {
@@ -331,7 +332,7 @@ func TestEmulator429(t *testing.T) {
 					t.Fatalf("%d requests reached ARM while the gate was closed, want 0", n)
 				}
 				env.clk.SetTime(at)
-				_, err = env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+				_, err = env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, ""))
 			}
 			if err != nil {
 				t.Fatalf("write after the gate opened: %v", err)
@@ -396,11 +397,11 @@ func TestEmulatorConflicts(t *testing.T) {
 	}
 
 	// A real stale etag: the LB changed since it was read.
-	if _, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag)); err != nil {
+	if _, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, "")); err != nil {
 		t.Fatalf("write with current etag: %v", err)
 	}
 	env.emu.ResetRequests()
-	_, err = env.c.LoadBalancer.CreateOrUpdate(ctx, emuRG, emuLB, *lb, deref(lb.Etag))
+	_, err = env.c.LoadBalancer.CreateOrUpdate(ctx, emuRG, emuLB, *lb, ptr.Deref(lb.Etag, ""))
 	if Classify(err) != ClassConflict || !strings.Contains(err.Error(), "PreconditionFailed") {
 		t.Errorf("stale etag: Classify(%v) = %v, want Conflict", err, Classify(err))
 	}
@@ -583,7 +584,7 @@ func TestEmulatorSecretsNeverLeak(t *testing.T) {
 func TestEmulatorClosedWriteGateCostsNoRequests(t *testing.T) {
 	env := newEmuEnv(t, emulator.Options{}, "test-emu-gate", nil)
 	lb := env.seed(t)
-	closeWriteGate(t, env, deref(lb.Etag))
+	closeWriteGate(t, env, ptr.Deref(lb.Etag, ""))
 	env.emu.ResetRequests()
 	for i := 0; i < 10000; i++ {
 		_, err := env.c.BackendPool.CreateOrUpdate(context.Background(), emuRG, emuLB, "pool", poolBody(), "")
@@ -616,7 +617,7 @@ func TestEmulatorSynchronousWriteIsOneRequest(t *testing.T) {
 	lb := env.seed(t)
 	ctx := context.Background()
 	env.emu.ResetRequests()
-	pool, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(lb.Etag))
+	pool, err := env.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(lb.Etag, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,14 +625,14 @@ func TestEmulatorSynchronousWriteIsOneRequest(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Method != http.MethodPut {
 		t.Fatalf("a synchronous pool update made %d requests (%+v), want 1 PUT", len(reqs), reqs)
 	}
-	if deref(pool.Name) != "pool" || pool.Etag == nil || *pool.Etag == deref(lb.Etag) {
-		t.Fatalf("result not decoded from the PUT response: name %q etag %v", deref(pool.Name), pool.Etag)
+	if ptr.Deref(pool.Name, "") != "pool" || pool.Etag == nil || *pool.Etag == ptr.Deref(lb.Etag, "") {
+		t.Fatalf("result not decoded from the PUT response: name %q etag %v", ptr.Deref(pool.Name, ""), pool.Etag)
 	}
 
 	slow := newEmuEnv(t, emulator.Options{OperationDuration: time.Millisecond}, "synctest-slow", nil)
 	slowLB := slow.seed(t)
 	slow.emu.ResetRequests()
-	if _, err := slow.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), deref(slowLB.Etag)); err != nil {
+	if _, err := slow.c.BackendPool.CreateOrUpdate(ctx, emuRG, emuLB, "pool", poolBody(), ptr.Deref(slowLB.Etag, "")); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(slow.armRequests()); n < 2 {

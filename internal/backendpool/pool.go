@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Node labels and taints that keep a node out of backend pools.
@@ -111,7 +112,7 @@ func sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Dif
 	have := map[string]*armnetwork.LoadBalancerBackendAddress{}
 	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
 		if a != nil && a.Properties != nil {
-			have[CanonicalIP(deref(a.Properties.IPAddress))] = a
+			have[CanonicalIP(ptr.Deref(a.Properties.IPAddress, ""))] = a
 		}
 	}
 	d := Diff{Members: len(want)}
@@ -123,8 +124,8 @@ func sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Dif
 		switch {
 		case !ok:
 			d.Added++
-		case deref(h.Name) != m.Name || AdminStateOf(h) != m.AdminState ||
-			h.Properties.VirtualNetwork == nil || !strings.EqualFold(deref(h.Properties.VirtualNetwork.ID), vnetID):
+		case ptr.Deref(h.Name, "") != m.Name || AdminStateOf(h) != m.AdminState ||
+			h.Properties.VirtualNetwork == nil || !strings.EqualFold(ptr.Deref(h.Properties.VirtualNetwork.ID, ""), vnetID):
 			d.Updated++
 		}
 		out = append(out, &armnetwork.LoadBalancerBackendAddress{
@@ -168,12 +169,4 @@ func CanonicalIP(s string) string {
 		return strings.ToLower(strings.TrimSpace(s))
 	}
 	return ip.Unmap().String()
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

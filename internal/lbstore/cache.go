@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/backendpool"
 )
@@ -122,7 +123,7 @@ func (c *cache) wrotePools(name string, pools []*armnetwork.BackendAddressPool, 
 	props := lb.Properties
 	for _, p := range pools {
 		i := slices.IndexFunc(props.BackendAddressPools, func(x *armnetwork.BackendAddressPool) bool {
-			return strings.EqualFold(deref(x.Name), deref(p.Name))
+			return strings.EqualFold(ptr.Deref(x.Name, ""), ptr.Deref(p.Name, ""))
 		})
 		if i >= 0 {
 			props.BackendAddressPools[i] = p
@@ -154,7 +155,7 @@ func (e *entry) poolIndex() map[string]map[string]bool {
 					}
 				}
 			}
-			e.index[lower(deref(p.Name))] = ips
+			e.index[lower(ptr.Deref(p.Name, ""))] = ips
 		}
 	})
 	return e.index

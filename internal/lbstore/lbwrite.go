@@ -5,6 +5,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 )
@@ -96,7 +97,7 @@ func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh b
 	default:
 		etag := ""
 		if current != nil {
-			etag = deref(current.Etag)
+			etag = ptr.Deref(current.Etag, "")
 		}
 		s.cache.writing(name)
 		out, err := s.lbs.CreateOrUpdate(ctx, s.rg, name, *lb, etag)

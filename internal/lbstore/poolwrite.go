@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 )
@@ -97,7 +98,7 @@ func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) 
 	for _, g := range writes {
 		if g.err == nil && !g.missing && g.out != nil {
 			putOK++
-			lastEtag = deref(g.out.Etag)
+			lastEtag = ptr.Deref(g.out.Etag, "")
 		}
 	}
 	for _, g := range writes {
@@ -116,7 +117,7 @@ func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) 
 			}
 			s.putPool(ctx, lbName, g, true)
 			if g.err == nil && !g.missing && g.out != nil {
-				sequential, lastEtag = true, deref(g.out.Etag)
+				sequential, lastEtag = true, ptr.Deref(g.out.Etag, "")
 			}
 		}
 	}
@@ -217,7 +218,7 @@ func (s *Store) readPool(ctx context.Context, lbName string, g *poolGroup) {
 func (s *Store) putPool(ctx context.Context, lbName string, g *poolGroup, ifMatch bool) {
 	etag := ""
 	if ifMatch {
-		etag = deref(g.pool.Etag)
+		etag = ptr.Deref(g.pool.Etag, "")
 	}
 	out, err := s.pools.CreateOrUpdate(ctx, s.rg, lbName, g.name, *g.pool, etag)
 	if err == nil {

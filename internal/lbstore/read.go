@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
@@ -110,7 +111,7 @@ func (s *Store) discover(ctx context.Context) ([]string, error) {
 	var found []string
 	listed := map[string]bool{}
 	for _, lb := range lbs {
-		name := deref(lb.Name)
+		name := ptr.Deref(lb.Name, "")
 		if name == "" {
 			continue
 		}
@@ -137,20 +138,20 @@ func (s *Store) discover(ctx context.Context) ([]string, error) {
 // carries its cluster tag was made by azlb (or the upstream provider) for
 // this cluster.
 func (s *Store) adoptable(lb *armnetwork.LoadBalancer) bool {
-	if lb.SKU == nil || !strings.EqualFold(string(deref(lb.SKU.Name)), string(armnetwork.LoadBalancerSKUNameStandard)) {
+	if lb.SKU == nil || !strings.EqualFold(string(ptr.Deref(lb.SKU.Name, "")), string(armnetwork.LoadBalancerSKUNameStandard)) {
 		return false
 	}
 	if s.cluster == "" {
 		return false
 	}
 	for k, v := range lb.Tags {
-		if strings.EqualFold(k, names.TagClusterName) && strings.EqualFold(deref(v), s.cluster) {
+		if strings.EqualFold(k, names.TagClusterName) && strings.EqualFold(ptr.Deref(v, ""), s.cluster) {
 			return true
 		}
 	}
 	if lb.Properties != nil {
 		for _, p := range lb.Properties.BackendAddressPools {
-			n := deref(p.Name)
+			n := ptr.Deref(p.Name, "")
 			if strings.EqualFold(n, names.ClusterPool(s.cluster, v1.IPv4Protocol)) || strings.EqualFold(n, names.ClusterPool(s.cluster, v1.IPv6Protocol)) {
 				return true
 			}
@@ -198,8 +199,8 @@ func (s *Store) PoolsWith(ctx context.Context, ips []string, src Source) ([]Pool
 			idx := e.poolIndex()
 			for _, p := range e.lb.Properties.BackendAddressPools {
 				for ip := range want {
-					if idx[lower(deref(p.Name))][ip] {
-						found[i] = append(found[i], PoolRef{LoadBalancer: name, Pool: deref(p.Name)})
+					if idx[lower(ptr.Deref(p.Name, ""))][ip] {
+						found[i] = append(found[i], PoolRef{LoadBalancer: name, Pool: ptr.Deref(p.Name, "")})
 						break
 					}
 				}
@@ -248,7 +249,7 @@ func findPool(lb *armnetwork.LoadBalancer, name string) *armnetwork.BackendAddre
 		return nil
 	}
 	for _, p := range lb.Properties.BackendAddressPools {
-		if strings.EqualFold(deref(p.Name), name) {
+		if strings.EqualFold(ptr.Deref(p.Name, ""), name) {
 			return p
 		}
 	}

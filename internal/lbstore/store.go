@@ -258,14 +258,6 @@ func (s *Store) observeWait(c *change) {
 
 func lower(s string) string { return strings.ToLower(s) }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // wrap names the operation and object of an ARM error.
 func (s *Store) wrap(op, lb, pool string, err error) error {
 	if pool == "" {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,7 +17,9 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/cloud-provider/api"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
@@ -148,8 +151,8 @@ func TestServiceLifecycleAgainstEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pip := range pips {
-		if strings.Contains(deref(pip.Name), names.FrontendBase(svc)) {
-			t.Fatalf("owned public IP %s not deleted", deref(pip.Name))
+		if strings.Contains(ptr.Deref(pip.Name, ""), names.FrontendBase(svc)) {
+			t.Fatalf("owned public IP %s not deleted", ptr.Deref(pip.Name, ""))
 		}
 	}
 }
@@ -304,7 +307,7 @@ func poolNames(pool *armnetwork.BackendAddressPool) []string {
 	}
 	var out []string
 	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
-		out = append(out, deref(a.Name))
+		out = append(out, ptr.Deref(a.Name, ""))
 	}
 	return out
 }
@@ -401,7 +404,7 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 	}
 	lb := h.lb(t, "kubernetes")
 	lb.Tags = map[string]*string{"owner": to.Ptr("someone-else")}
-	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, deref(lb.Etag)); err != nil {
+	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, ptr.Deref(lb.Etag, "")); err != nil {
 		t.Fatal(err)
 	}
 	h.env.Emulator().ResetRequests()
@@ -419,8 +422,8 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 		t.Fatal("the stale write did not get a 412 (the test did not exercise the conflict)")
 	}
 	lb = h.lb(t, "kubernetes")
-	if !hasOwnedFrontend(lb, names.FrontendBase(a)) || !hasOwnedFrontend(lb, names.FrontendBase(b)) || deref(lb.Tags["owner"]) != "someone-else" {
-		t.Fatalf("lost an update: a=%v b=%v tag=%q", hasOwnedFrontend(lb, names.FrontendBase(a)), hasOwnedFrontend(lb, names.FrontendBase(b)), deref(lb.Tags["owner"]))
+	if !hasOwnedFrontend(lb, names.FrontendBase(a)) || !hasOwnedFrontend(lb, names.FrontendBase(b)) || ptr.Deref(lb.Tags["owner"], "") != "someone-else" {
+		t.Fatalf("lost an update: a=%v b=%v tag=%q", hasOwnedFrontend(lb, names.FrontendBase(a)), hasOwnedFrontend(lb, names.FrontendBase(b)), ptr.Deref(lb.Tags["owner"], ""))
 	}
 }
 
@@ -432,15 +435,24 @@ func TestThrottledMidReconcile(t *testing.T) {
 	env := testutil.StartEmulator(t, emulator.Options{}, nil)
 	clk := clocktesting.NewFakeClock(time.Now())
 	clients := testutil.Clients(t, env, azure.ClientOptions{Clock: clk})
-	p := newProvider(t, env.Config, clients, nil)
+	store := testutil.StartStore(t, lbstore.Options{Config: env.Config, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	p, err := New(Options{Config: env.Config, Clients: clients, Store: store, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := env.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: "/loadBalancers/[^/]+$", Count: 1, Status: http.StatusTooManyRequests, Code: "SubscriptionRequestsThrottled", RetryAfter: "30"}); err != nil {
 		t.Fatal(err)
 	}
 	svc := testService("web", "99999999-0000-0000-0000-000000000012", nil, 80)
 	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
-	_, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	_, err = p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
 	if azure.Classify(err) != azure.ClassThrottled {
 		t.Fatalf("err = %v (%s), want a throttling error", err, azure.Classify(err))
+	}
+	// The service controller retries after exactly the Retry-After.
+	var re *api.RetryError
+	if !errors.As(err, &re) || re.RetryAfter() != 30*time.Second {
+		t.Fatalf("err %v: want a RetryError of 30s (got %v)", err, re)
 	}
 	env.Emulator().ResetRequests()
 	if _, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); azure.Classify(err) != azure.ClassThrottled {

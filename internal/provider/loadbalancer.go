@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/lbstore"
@@ -49,13 +50,18 @@ func (p *Provider) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 // probes, and the cluster backend pools of its load balancer.
 func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	defer p.perService.lock(string(svc.UID))()
-	return p.reconcile(ctx, callerEnsure, svc, nodes)
+	st, err := p.reconcile(ctx, callerEnsure, svc, nodes)
+	return st, p.retryAfterThrottle(err)
 }
 
 // UpdateLoadBalancer brings the cluster backend pools of the Service's load
 // balancer in line with the nodes. It writes nothing when they already match.
 func (p *Provider) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
 	defer p.perService.lock(string(svc.UID))()
+	return p.retryAfterThrottle(p.update(ctx, svc, nodes))
+}
+
+func (p *Provider) update(ctx context.Context, svc *v1.Service, nodes []*v1.Node) error {
 	lbName, lb, err := p.findServiceLB(ctx, svc)
 	if err != nil {
 		return err
@@ -99,6 +105,10 @@ func (p *Provider) reconcileServicePools(ctx context.Context, caller, lbName str
 // Service. It does not depend on the Service's annotations being valid.
 func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	defer p.perService.lock(string(svc.UID))()
+	return p.retryAfterThrottle(p.delete(ctx, svc))
+}
+
+func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 	if err := p.ensureRebuilt(ctx); err != nil {
 		return err
 	}
@@ -186,7 +196,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
 				sharedProbePort:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
 				sharedProbePath:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
-				disableOutboundSNAT: deref(p.cfg.DisableOutboundSNAT),
+				disableOutboundSNAT: ptr.Deref(p.cfg.DisableOutboundSNAT, false),
 			})
 			if err != nil {
 				return false, err
@@ -196,7 +206,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		}
 		if maxRules > 0 {
 			if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
-				return false, &RuleLimitError{LoadBalancer: deref(lb.Name), Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
+				return false, &RuleLimitError{LoadBalancer: ptr.Deref(lb.Name, ""), Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
 			}
 		}
 		adopt := map[string]string{}
@@ -253,7 +263,7 @@ func ownedRuleCount(lb *armnetwork.LoadBalancer, base string) int {
 	n := 0
 	if lb.Properties != nil {
 		for _, r := range lb.Properties.LoadBalancingRules {
-			if names.Owns(base, deref(r.Name)) {
+			if names.Owns(base, ptr.Deref(r.Name, "")) {
 				n++
 			}
 		}
@@ -321,7 +331,7 @@ func (p *Provider) serviceFrontends(ctx context.Context, base string) (serviceFr
 			continue
 		}
 		for _, fe := range lb.Properties.FrontendIPConfigurations {
-			if names.Owns(base, deref(fe.Name)) {
+			if names.Owns(base, ptr.Deref(fe.Name, "")) {
 				out = append(out, frontendAt{lb: name, fe: fe})
 			}
 		}
@@ -334,7 +344,7 @@ func (s serviceFrontendSet) publicIPs() []string {
 	var out []string
 	for _, f := range s {
 		if f.fe.Properties != nil && f.fe.Properties.PublicIPAddress != nil {
-			out = append(out, strings.ToLower(deref(f.fe.Properties.PublicIPAddress.ID)))
+			out = append(out, strings.ToLower(ptr.Deref(f.fe.Properties.PublicIPAddress.ID, "")))
 		}
 	}
 	return out
@@ -346,11 +356,11 @@ func (s serviceFrontendSet) publicIPs() []string {
 func (s serviceFrontendSet) movingPrivateIP(target, name, subnetID string) string {
 	for _, f := range s {
 		props := f.fe.Properties
-		if strings.EqualFold(f.lb, target) || !strings.EqualFold(deref(f.fe.Name), name) || props == nil || props.Subnet == nil {
+		if strings.EqualFold(f.lb, target) || !strings.EqualFold(ptr.Deref(f.fe.Name, ""), name) || props == nil || props.Subnet == nil {
 			continue
 		}
-		if strings.EqualFold(deref(props.Subnet.ID), subnetID) {
-			return deref(props.PrivateIPAddress)
+		if strings.EqualFold(ptr.Deref(props.Subnet.ID, ""), subnetID) {
+			return ptr.Deref(props.PrivateIPAddress, "")
 		}
 	}
 	return ""
@@ -361,7 +371,7 @@ func hasOwnedFrontend(lb *armnetwork.LoadBalancer, base string) bool {
 		return false
 	}
 	for _, fe := range lb.Properties.FrontendIPConfigurations {
-		if names.Owns(base, deref(fe.Name)) {
+		if names.Owns(base, ptr.Deref(fe.Name, "")) {
 			return true
 		}
 	}
@@ -447,7 +457,7 @@ func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *
 			continue
 		}
 		if fe.Properties.PublicIPAddress != nil {
-			id := deref(fe.Properties.PublicIPAddress.ID)
+			id := ptr.Deref(fe.Properties.PublicIPAddress.ID, "")
 			rg, name, err := names.ParseID(id)
 			if err != nil {
 				return nil, err
@@ -458,7 +468,7 @@ func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *
 			}
 			ingress[fam] = pipAddress(pip)
 		} else {
-			ingress[fam] = deref(fe.Properties.PrivateIPAddress)
+			ingress[fam] = ptr.Deref(fe.Properties.PrivateIPAddress, "")
 		}
 	}
 	return ingressStatus(families, ingress), nil
@@ -479,7 +489,7 @@ func frontendPrivateIP(lb *armnetwork.LoadBalancer, name string) string {
 	if fe == nil || fe.Properties == nil {
 		return ""
 	}
-	return deref(fe.Properties.PrivateIPAddress)
+	return ptr.Deref(fe.Properties.PrivateIPAddress, "")
 }
 
 func ingressStatus(families []v1.IPFamily, ips map[v1.IPFamily]string) *v1.LoadBalancerStatus {

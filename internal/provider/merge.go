@@ -5,6 +5,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/names"
 )
@@ -91,11 +92,11 @@ func poolReferenced(p *armnetwork.LoadBalancerPropertiesFormat, pool string) boo
 		if r.Properties == nil {
 			continue
 		}
-		if r.Properties.BackendAddressPool != nil && names.ChildOf(deref(r.Properties.BackendAddressPool.ID), "backendAddressPools", pool) {
+		if r.Properties.BackendAddressPool != nil && names.ChildOf(ptr.Deref(r.Properties.BackendAddressPool.ID, ""), "backendAddressPools", pool) {
 			return true
 		}
 		for _, bp := range r.Properties.BackendAddressPools {
-			if bp != nil && names.ChildOf(deref(bp.ID), "backendAddressPools", pool) {
+			if bp != nil && names.ChildOf(ptr.Deref(bp.ID, ""), "backendAddressPools", pool) {
 				return true
 			}
 		}
@@ -142,7 +143,7 @@ func pruneSharedProbe(p *armnetwork.LoadBalancerPropertiesFormat) bool {
 		return false
 	}
 	for _, r := range p.LoadBalancingRules {
-		if r.Properties != nil && r.Properties.Probe != nil && strings.HasSuffix(strings.ToLower(deref(r.Properties.Probe.ID)), "/probes/"+strings.ToLower(names.SharedProbe)) {
+		if r.Properties != nil && r.Properties.Probe != nil && strings.HasSuffix(strings.ToLower(ptr.Deref(r.Properties.Probe.ID, "")), "/probes/"+strings.ToLower(names.SharedProbe)) {
 			return false
 		}
 	}
@@ -235,10 +236,10 @@ func findByName[T any](items []*T, n string, name func(*T) string) int {
 	return -1
 }
 
-func feNameOf(f *armnetwork.FrontendIPConfiguration) string { return deref(f.Name) }
-func ruleNameOf(r *armnetwork.LoadBalancingRule) string     { return deref(r.Name) }
-func probeNameOf(p *armnetwork.Probe) string                { return deref(p.Name) }
-func poolNameOf(p *armnetwork.BackendAddressPool) string    { return deref(p.Name) }
+func feNameOf(f *armnetwork.FrontendIPConfiguration) string { return ptr.Deref(f.Name, "") }
+func ruleNameOf(r *armnetwork.LoadBalancingRule) string     { return ptr.Deref(r.Name, "") }
+func probeNameOf(p *armnetwork.Probe) string                { return ptr.Deref(p.Name, "") }
+func poolNameOf(p *armnetwork.BackendAddressPool) string    { return ptr.Deref(p.Name, "") }
 
 func frontendEqual(a, b *armnetwork.FrontendIPConfiguration) bool {
 	pa, pb := a.Properties, b.Properties
@@ -251,9 +252,9 @@ func frontendEqual(a, b *armnetwork.FrontendIPConfiguration) bool {
 	if pb.Subnet == nil {
 		return true
 	}
-	if deref(pb.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic {
-		return deref(pa.PrivateIPAllocationMethod) == armnetwork.IPAllocationMethodStatic &&
-			deref(pa.PrivateIPAddress) == deref(pb.PrivateIPAddress)
+	if ptr.Deref(pb.PrivateIPAllocationMethod, "") == armnetwork.IPAllocationMethodStatic {
+		return ptr.Deref(pa.PrivateIPAllocationMethod, "") == armnetwork.IPAllocationMethodStatic &&
+			ptr.Deref(pa.PrivateIPAddress, "") == ptr.Deref(pb.PrivateIPAddress, "")
 	}
 	// No address asked for: whatever the frontend has is kept, static or
 	// dynamic (an internal Service that moved between load balancers keeps
@@ -266,15 +267,15 @@ func ruleEqual(a, b *armnetwork.LoadBalancingRule) bool {
 	if pa == nil || pb == nil {
 		return pa == pb
 	}
-	return deref(pa.Protocol) == deref(pb.Protocol) &&
-		deref(pa.FrontendPort) == deref(pb.FrontendPort) &&
-		deref(pa.BackendPort) == deref(pb.BackendPort) &&
+	return ptr.Deref(pa.Protocol, "") == ptr.Deref(pb.Protocol, "") &&
+		ptr.Deref(pa.FrontendPort, 0) == ptr.Deref(pb.FrontendPort, 0) &&
+		ptr.Deref(pa.BackendPort, 0) == ptr.Deref(pb.BackendPort, 0) &&
 		idEqual(ptrID(pa.FrontendIPConfiguration), ptrID(pb.FrontendIPConfiguration)) &&
 		idEqual(ptrID(pa.BackendAddressPool), ptrID(pb.BackendAddressPool)) &&
 		idEqual(ptrID(pa.Probe), ptrID(pb.Probe)) &&
-		deref(pa.EnableFloatingIP) == deref(pb.EnableFloatingIP) &&
-		deref(pa.EnableTCPReset) == deref(pb.EnableTCPReset) &&
-		deref(pa.DisableOutboundSnat) == deref(pb.DisableOutboundSnat) &&
+		ptr.Deref(pa.EnableFloatingIP, false) == ptr.Deref(pb.EnableFloatingIP, false) &&
+		ptr.Deref(pa.EnableTCPReset, false) == ptr.Deref(pb.EnableTCPReset, false) &&
+		ptr.Deref(pa.DisableOutboundSnat, false) == ptr.Deref(pb.DisableOutboundSnat, false) &&
 		optionalEqual(pa.IdleTimeoutInMinutes, pb.IdleTimeoutInMinutes, 4)
 }
 
@@ -283,9 +284,9 @@ func probeEqual(a, b *armnetwork.Probe) bool {
 	if pa == nil || pb == nil {
 		return pa == pb
 	}
-	return strings.EqualFold(string(deref(pa.Protocol)), string(deref(pb.Protocol))) &&
-		deref(pa.Port) == deref(pb.Port) &&
-		deref(pa.RequestPath) == deref(pb.RequestPath) &&
+	return strings.EqualFold(string(ptr.Deref(pa.Protocol, "")), string(ptr.Deref(pb.Protocol, ""))) &&
+		ptr.Deref(pa.Port, 0) == ptr.Deref(pb.Port, 0) &&
+		ptr.Deref(pa.RequestPath, "") == ptr.Deref(pb.RequestPath, "") &&
 		optionalEqual(pa.IntervalInSeconds, pb.IntervalInSeconds, 15) &&
 		optionalEqual(pa.NumberOfProbes, pb.NumberOfProbes, 2)
 }
@@ -308,30 +309,21 @@ func ptrID(s *armnetwork.SubResource) string {
 	if s == nil {
 		return ""
 	}
-	return deref(s.ID)
+	return ptr.Deref(s.ID, "")
 }
 
 func subID(p *armnetwork.PublicIPAddress) string {
 	if p == nil {
 		return ""
 	}
-	return deref(p.ID)
+	return ptr.Deref(p.ID, "")
 }
 
 func subnetID(s *armnetwork.Subnet) string {
 	if s == nil {
 		return ""
 	}
-	return deref(s.ID)
-}
-
-// deref reads an optional ARM field; nil is the zero value.
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	return ptr.Deref(s.ID, "")
 }
 
 // findPool returns the named pool of a load balancer, or nil.

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
@@ -146,8 +147,8 @@ func TestInternalServiceKeepsItsAddressWhenItMoves(t *testing.T) {
 		t.Fatalf("private address changed on the move: %s -> %s", st1.Ingress[0].IP, st2.Ingress[0].IP)
 	}
 	fe := findFrontend(h.lb(t, "kubernetes-internal"), names.Frontend(svc, v1.IPv4Protocol))
-	if deref(fe.Properties.PrivateIPAllocationMethod) != armnetwork.IPAllocationMethodStatic {
-		t.Errorf("moved frontend allocation %s, want Static (the carried address)", deref(fe.Properties.PrivateIPAllocationMethod))
+	if ptr.Deref(fe.Properties.PrivateIPAllocationMethod, "") != armnetwork.IPAllocationMethodStatic {
+		t.Errorf("moved frontend allocation %s, want Static (the carried address)", ptr.Deref(fe.Properties.PrivateIPAllocationMethod, ""))
 	}
 	h.env.Emulator().ResetRequests()
 	if _, err := p2.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {

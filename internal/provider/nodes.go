@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
@@ -172,7 +173,7 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 				continue
 			}
 			for _, fe := range lb.Properties.FrontendIPConfigurations {
-				services[cfgName] = append(services[cfgName], names.ServiceBaseOfFrontend(deref(fe.Name)))
+				services[cfgName] = append(services[cfgName], names.ServiceBaseOfFrontend(ptr.Deref(fe.Name, "")))
 			}
 			for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 				pool := findPool(lb, names.ClusterPool(p.clusterName(), fam))
@@ -180,7 +181,7 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 					continue
 				}
 				for _, a := range pool.Properties.LoadBalancerBackendAddresses {
-					if n := deref(a.Name); n != "" {
+					if n := ptr.Deref(a.Name, ""); n != "" {
 						nodes[cfgName] = append(nodes[cfgName], n)
 					}
 				}

@@ -12,6 +12,7 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
@@ -42,6 +43,9 @@ type Options struct {
 	Store *lbstore.Store
 	// Recorder records Service and node events; nil drops them.
 	Recorder record.EventRecorder
+	// Clock tells how long a throttle's Retry-After is from now. Default:
+	// the real clock.
+	Clock clock.PassiveClock
 	// Namespaces lets Service placement read namespace labels (multiple-SLB
 	// serviceNamespaceSelector). nil: namespaces have no labels.
 	Namespaces corelisters.NamespaceLister
@@ -66,6 +70,7 @@ type Provider struct {
 	store    *lbstore.Store
 	policy   backendpool.Policy
 	recorder record.EventRecorder
+	clock    clock.PassiveClock
 	placer   *placement.Placer // nil in single load balancer mode
 	state    *placement.State
 
@@ -90,7 +95,12 @@ func New(opts Options) (*Provider, error) {
 	if rec == nil {
 		rec = &record.FakeRecorder{} // a nil channel: events are dropped
 	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	p := &Provider{
+		clock:    clk,
 		cfg:      cfg,
 		clients:  opts.Clients,
 		store:    opts.Store,

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
@@ -62,8 +63,8 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 			return publicIP{}, fmt.Errorf("list public IPs in %s: %w", rg, err)
 		}
 		for _, pip := range pips {
-			if pip.Properties != nil && deref(pip.Properties.IPAddress) == addr {
-				return publicIP{id: deref(pip.ID), address: addr}, nil
+			if pip.Properties != nil && ptr.Deref(pip.Properties.IPAddress, "") == addr {
+				return publicIP{id: ptr.Deref(pip.ID, ""), address: addr}, nil
 			}
 		}
 		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", names.ServiceKey(svc), addr, rg)
@@ -76,7 +77,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 		if got := ipFamilyOfPIP(pip); got != family {
 			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family)
 		}
-		return publicIP{id: deref(pip.ID), address: pipAddress(pip)}, nil
+		return publicIP{id: ptr.Deref(pip.ID, ""), address: pipAddress(pip)}, nil
 	}
 	if azure.Classify(err) != azure.ClassStale {
 		return publicIP{}, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
@@ -104,7 +105,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 		return publicIP{}, fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
 	}
 	logger(ctx).Info("Created public IP", "service", names.ServiceKey(svc), "publicIP", name, "address", pipAddress(created))
-	return publicIP{id: deref(created.ID), address: pipAddress(created)}, nil
+	return publicIP{id: ptr.Deref(created.ID, ""), address: pipAddress(created)}, nil
 }
 
 // deleteOwnedPublicIPs deletes every public IP azlb created for the Service
@@ -176,7 +177,7 @@ func (p *Provider) ownsPublicIP(pip *armnetwork.PublicIPAddress, svc *v1.Service
 func tagValue(tags map[string]*string, key string) string {
 	for k, v := range tags {
 		if strings.EqualFold(k, key) {
-			return deref(v)
+			return ptr.Deref(v, "")
 		}
 	}
 	return ""
@@ -186,11 +187,11 @@ func pipAddress(pip *armnetwork.PublicIPAddress) string {
 	if pip == nil || pip.Properties == nil {
 		return ""
 	}
-	return deref(pip.Properties.IPAddress)
+	return ptr.Deref(pip.Properties.IPAddress, "")
 }
 
 func ipFamilyOfPIP(pip *armnetwork.PublicIPAddress) v1.IPFamily {
-	if pip != nil && pip.Properties != nil && deref(pip.Properties.PublicIPAddressVersion) == armnetwork.IPVersionIPv6 {
+	if pip != nil && pip.Properties != nil && ptr.Deref(pip.Properties.PublicIPAddressVersion, "") == armnetwork.IPVersionIPv6 {
 		return v1.IPv6Protocol
 	}
 	return v1.IPv4Protocol

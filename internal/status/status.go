@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
@@ -150,19 +151,11 @@ func rulesOf(p *armnetwork.LoadBalancerPropertiesFormat, frontend string) string
 		if !strings.EqualFold(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)), frontend) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s/%d->%d", strings.ToUpper(string(deref(r.Properties.Protocol))), deref(r.Properties.FrontendPort), deref(r.Properties.BackendPort)))
+		out = append(out, fmt.Sprintf("%s/%d->%d", strings.ToUpper(string(ptr.Deref(r.Properties.Protocol, ""))), ptr.Deref(r.Properties.FrontendPort, 0), ptr.Deref(r.Properties.BackendPort, 0)))
 	}
 	return cmp.Or(strings.Join(out, " "), "-")
 }
 
 func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
 
-func str(p *string) string { return deref(p) }
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
+func str(p *string) string { return ptr.Deref(p, "") }

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 )
@@ -98,7 +99,7 @@ func (f *FakeARM) ResetCalls() {
 func (f *FakeARM) Seed(lb *armnetwork.LoadBalancer) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.store(deref(lb.Name), clone(lb))
+	f.store(ptr.Deref(lb.Name, ""), clone(lb))
 }
 
 // Entry is one IP-based backend address of SeedPool.
@@ -133,7 +134,7 @@ func (f *FakeARM) SeedPool(lbName, pool string, entries ...Entry) {
 	}
 	replaced := false
 	for i, x := range lb.Properties.BackendAddressPools {
-		if strings.EqualFold(deref(x.Name), pool) {
+		if strings.EqualFold(ptr.Deref(x.Name, ""), pool) {
 			lb.Properties.BackendAddressPools[i], replaced = p, true
 		}
 	}
@@ -160,7 +161,7 @@ func (f *FakeARM) Pool(lbName, pool string) *armnetwork.BackendAddressPool {
 		return nil
 	}
 	for _, p := range lb.Properties.BackendAddressPools {
-		if strings.EqualFold(deref(p.Name), pool) {
+		if strings.EqualFold(ptr.Deref(p.Name, ""), pool) {
 			return p
 		}
 	}
@@ -175,8 +176,8 @@ func (f *FakeARM) AdminState(lbName, pool, ip string) armnetwork.LoadBalancerBac
 		return ""
 	}
 	for _, a := range p.Properties.LoadBalancerBackendAddresses {
-		if a.Properties != nil && deref(a.Properties.IPAddress) == ip {
-			if s := deref(a.Properties.AdminState); s != "" {
+		if a.Properties != nil && ptr.Deref(a.Properties.IPAddress, "") == ip {
+			if s := ptr.Deref(a.Properties.AdminState, ""); s != "" {
 				return s
 			}
 			return armnetwork.LoadBalancerBackendAddressAdminStateNone
@@ -254,7 +255,7 @@ func (c *fakeLBClient) List(_ context.Context, rg string) ([]*armnetwork.LoadBal
 	for _, l := range f.lbs {
 		out = append(out, clone(l.lb))
 	}
-	sort.Slice(out, func(i, j int) bool { return deref(out[i].Name) < deref(out[j].Name) })
+	sort.Slice(out, func(i, j int) bool { return ptr.Deref(out[i].Name, "") < ptr.Deref(out[j].Name, "") })
 	return out, nil
 }
 
@@ -304,7 +305,7 @@ func (f *FakeARM) find(rg, lbName, pool string) (*fakeLB, int, error) {
 	}
 	if l.lb.Properties != nil {
 		for i, p := range l.lb.Properties.BackendAddressPools {
-			if strings.EqualFold(deref(p.Name), pool) {
+			if strings.EqualFold(ptr.Deref(p.Name, ""), pool) {
 				return l, i, nil
 			}
 		}
@@ -409,12 +410,4 @@ func clone[T any](v *T) *T {
 		panic(fmt.Sprintf("testutil: unmarshal %T: %v", v, err))
 	}
 	return out
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
