@@ -8,7 +8,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/e2e)
 BIN   := $(CURDIR)/bin
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: help build tools test test-unit test-e2e bench lint fmt vet fuzz sandbox sandbox-down clean
+.PHONY: help build tools test test-unit test-e2e bench lint fmt vet golangci fuzz sandbox sandbox-down clean
 
 help: ## show this help
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ bench: ## benchmarks (emulator throughput, client overhead, controller figures)
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s each)
 	@./hack/fuzz.sh $(or $(FUZZTIME),10s)
 
-lint: fmt vet ## gofmt + go vet
+lint: fmt vet golangci ## gofmt, go vet and golangci-lint (.golangci.yml)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
@@ -43,6 +43,10 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+golangci:
+	./hack/build-tools.sh golangci-lint
+	$(BIN)/golangci-lint run --timeout 15m $(PKGS)
 
 sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (runs in the background)
 	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN)

@@ -6,6 +6,7 @@
 #
 #   hack/build-tools.sh                    # kube-apiserver and kubectl v1.37.1, and etcd
 #   hack/build-tools.sh kube-apiserver etcd # only those
+#   hack/build-tools.sh golangci-lint      # the linter `make lint` runs
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
@@ -33,7 +34,8 @@ for tool in "${@:-kube-apiserver kubectl etcd}"; do
       kube-apiserver) build kube-apiserver "$root/hack/tools/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver "$version" ;;
       kubectl) build kubectl "$root/hack/tools/kubernetes" k8s.io/kubernetes/cmd/kubectl "$version" ;;
       etcd) build etcd "$root/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w" ;;
-      *) echo "unknown tool $t (kube-apiserver, kubectl, etcd)" >&2; exit 2 ;;
+      golangci-lint) build golangci-lint "$root/hack/tools/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint "-s -w" ;;
+      *) echo "unknown tool $t (kube-apiserver, kubectl, etcd, golangci-lint)" >&2; exit 2 ;;
     esac
   done
 done

@@ -45,17 +45,6 @@ func started(t *testing.T, env *emuEnv) {
 	})
 }
 
-// barrier takes the last node out of service and waits for its Down event:
-// the single worker handles nodes in order, so everything enqueued before
-// has been handled.
-func barrier(t *testing.T, c *ctrl, n emuNode) {
-	t.Helper()
-	c.setTaints(t, n.name, taintOOS)
-	poll(t, waitFor, "barrier Down", func() bool {
-		return len(c.events.Find(n.name, adminstate.EventReasonAdminStateDown)) == 1
-	})
-}
-
 func TestEmulatorTaintFlows(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -172,102 +172,132 @@ func (m *Manager) Apply(ctx context.Context, desired map[string]State) error {
 // skipped. Two targets claiming one address with different states both
 // fail.
 func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
-	results := make([]Result, len(targets))
-	keys := make([]string, len(targets))
-	norm := make([]State, len(targets))
-	want := map[string]State{}
-	claim := map[string]int{}
-	active := make([]bool, len(targets))
-	for i, t := range targets {
-		s, ok := validState(t.State)
-		if !ok {
-			results[i].Err = fmt.Errorf("adminstate: node %s: admin state %q is not one of %v", t.Node, t.State,
-				armnetwork.PossibleLoadBalancerBackendAddressAdminStateValues())
-			continue
-		}
-		norm[i], keys[i] = s, ipsKey(t.IPs)
-		if m.upToDate(t.UID, s, keys[i]) {
-			results[i].Skipped = true
-			continue
-		}
-		active[i] = true
-		for _, ip := range t.IPs {
-			ip = backendpool.CanonicalIP(ip)
-			if j, ok := claim[ip]; ok && j != i && !sameState(norm[j], s) {
-				err := fmt.Errorf("adminstate: address %s is claimed by nodes %s (%s) and %s (%s)", ip, targets[j].Node, norm[j], t.Node, s)
-				results[i].Err, results[j].Err = err, errors.Join(results[j].Err, err)
-				continue
-			}
-			claim[ip], want[ip] = i, s
-		}
-	}
-	for i := range targets {
-		if results[i].Err != nil {
-			active[i] = false
-			for _, ip := range targets[i].IPs {
-				if claim[backendpool.CanonicalIP(ip)] == i {
-					delete(want, backendpool.CanonicalIP(ip))
-				}
-			}
-		}
-	}
+	b := m.plan(targets)
 	var outcomes []poolOutcome
 	var resolveErr error
-	if len(want) > 0 {
-		outcomes, resolveErr = m.apply(ctx, want, lbstore.Cached)
+	if len(b.want) > 0 {
+		outcomes, resolveErr = m.apply(ctx, b.want, lbstore.Cached)
 	}
 	if resolveErr == nil {
 		// A node that belongs in pools but was found in none: the cache may
 		// not know a pool yet (or Azure changed outside azlb). Look again in
 		// Azure before concluding there is nothing to do.
-		again := map[string]State{}
-		for i, t := range targets {
-			if active[i] && t.Pooled && !foundIn(outcomes, t.IPs) {
-				for _, ip := range t.IPs {
-					if ip = backendpool.CanonicalIP(ip); claim[ip] == i {
-						again[ip] = want[ip]
-					}
-				}
-			}
-		}
-		if len(again) > 0 {
+		if again := b.foundNowhere(targets, outcomes); len(again) > 0 {
 			more, err := m.apply(ctx, again, lbstore.FromAzure)
 			outcomes, resolveErr = append(outcomes, more...), err
 		}
 	}
 	for i, t := range targets {
-		if !active[i] {
+		if !b.active[i] {
 			continue
 		}
-		r := &results[i]
+		r := &b.results[i]
 		if resolveErr != nil {
 			r.Err = resolveErr
 			m.Forget(t.UID)
 			continue
 		}
-		mine := map[string]bool{}
-		for _, ip := range t.IPs {
-			mine[backendpool.CanonicalIP(ip)] = true
-		}
-		var errs []error
-		for _, o := range outcomes {
-			hit := o.holdsAny(mine)
-			if hit {
-				r.Pools = append(r.Pools, o.ref)
-				r.Changed += o.countChanged(mine)
-			}
-			if o.err != nil && (hit || !o.known) {
-				errs = append(errs, o.err)
-			}
-		}
-		r.Err = errors.Join(errs...)
+		r.settle(t.IPs, outcomes)
 		if r.Err != nil {
 			m.Forget(t.UID)
 		} else {
-			m.remember(t.UID, norm[i], keys[i])
+			m.remember(t.UID, b.norm[i], b.keys[i])
 		}
 	}
-	return results
+	return b.results
+}
+
+// batch is what ApplyNodes will do for its targets.
+type batch struct {
+	results []Result
+	keys    []string // each target's addresses, as a cache key
+	norm    []State  // each target's state, canonical
+	active  []bool   // the target needs ARM calls
+	want    map[string]State
+	claim   map[string]int // canonical IP -> target claiming it
+}
+
+// plan validates the targets, skips those the memory says are done, and
+// collects the states every address must have. Two targets claiming one
+// address with different states both fail.
+func (m *Manager) plan(targets []Target) *batch {
+	b := &batch{results: make([]Result, len(targets)), keys: make([]string, len(targets)), norm: make([]State, len(targets)),
+		active: make([]bool, len(targets)), want: map[string]State{}, claim: map[string]int{}}
+	for i, t := range targets {
+		s, ok := validState(t.State)
+		if !ok {
+			b.results[i].Err = fmt.Errorf("adminstate: node %s: admin state %q is not one of %v", t.Node, t.State,
+				armnetwork.PossibleLoadBalancerBackendAddressAdminStateValues())
+			continue
+		}
+		b.norm[i], b.keys[i] = s, ipsKey(t.IPs)
+		if m.upToDate(t.UID, s, b.keys[i]) {
+			b.results[i].Skipped = true
+			continue
+		}
+		b.active[i] = true
+		for _, ip := range t.IPs {
+			ip = backendpool.CanonicalIP(ip)
+			if j, ok := b.claim[ip]; ok && j != i && !sameState(b.norm[j], s) {
+				err := fmt.Errorf("adminstate: address %s is claimed by nodes %s (%s) and %s (%s)", ip, targets[j].Node, b.norm[j], t.Node, s)
+				b.results[i].Err, b.results[j].Err = err, errors.Join(b.results[j].Err, err)
+				continue
+			}
+			b.claim[ip], b.want[ip] = i, s
+		}
+	}
+	for i := range targets {
+		if b.results[i].Err == nil {
+			continue
+		}
+		b.active[i] = false
+		for _, ip := range targets[i].IPs {
+			if b.claim[backendpool.CanonicalIP(ip)] == i {
+				delete(b.want, backendpool.CanonicalIP(ip))
+			}
+		}
+	}
+	return b
+}
+
+// foundNowhere returns the states of the addresses of the pooled targets
+// that no outcome's pool holds.
+func (b *batch) foundNowhere(targets []Target, outcomes []poolOutcome) map[string]State {
+	again := map[string]State{}
+	for i, t := range targets {
+		if !b.active[i] || !t.Pooled || foundIn(outcomes, t.IPs) {
+			continue
+		}
+		for _, ip := range t.IPs {
+			if ip = backendpool.CanonicalIP(ip); b.claim[ip] == i {
+				again[ip] = b.want[ip]
+			}
+		}
+	}
+	return again
+}
+
+// settle fills the result of a target with the addresses ips from the
+// pools' outcomes: the pools that hold it, its entries changed, and every
+// error that may concern it (its pools', and those of pools that could not
+// be read).
+func (r *Result) settle(ips []string, outcomes []poolOutcome) {
+	mine := map[string]bool{}
+	for _, ip := range ips {
+		mine[backendpool.CanonicalIP(ip)] = true
+	}
+	var errs []error
+	for _, o := range outcomes {
+		hit := o.holdsAny(mine)
+		if hit {
+			r.Pools = append(r.Pools, o.ref)
+			r.Changed += o.countChanged(mine)
+		}
+		if o.err != nil && (hit || !o.known) {
+			errs = append(errs, o.err)
+		}
+	}
+	r.Err = errors.Join(errs...)
 }
 
 // foundIn reports whether an outcome's pool holds one of the addresses.

@@ -91,7 +91,8 @@ func FuzzSetAdminState(f *testing.F) {
 			t.Fatalf("changed %v not within found %v", changed, found)
 		}
 		matches := backendpool.CanonicalIP(entryIP) == backendpool.CanonicalIP(wantIP)
-		if matches && !sameState(backendpool.AdminStateOf(e), State(wantState)) && !(wantState == "" && backendpool.AdminStateOf(e) == armnetwork.LoadBalancerBackendAddressAdminStateNone) {
+		unsetIsNone := wantState == "" && backendpool.AdminStateOf(e) == armnetwork.LoadBalancerBackendAddressAdminStateNone
+		if matches && !sameState(backendpool.AdminStateOf(e), State(wantState)) && !unsetIsNone {
 			t.Fatalf("entry state %q, want %q", backendpool.AdminStateOf(e), wantState)
 		}
 		if !matches && len(changed) > 0 && backendpool.CanonicalIP(wantIP) != "192.0.2.1" {

@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -25,7 +26,7 @@ func parseBool(key, value string) (bool, *Error) {
 func parseInt32(key, value string, lo, hi int64, unit string) (int32, *Error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
 	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		if errors.Is(err, strconv.ErrRange) {
 			return 0, &Error{Key: key, Value: value, Rule: "is out of range for an integer"}
 		}
 		return 0, &Error{Key: key, Value: value, Rule: "is not an integer"}

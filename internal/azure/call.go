@@ -89,7 +89,7 @@ func writeOrDone[T any](ctx context.Context, b *base, op, resourceGroup, object,
 		return zero, b.wrap(op, object, err)
 	}
 	var initial *http.Response
-	done, poller, err := begin(runtime.WithCaptureResponse(withIfMatch(callCtx, etag), &initial))
+	done, poller, err := begin(policy.WithCaptureResponse(withIfMatch(callCtx, etag), &initial))
 	if err != nil {
 		return zero, b.wrap(op, object, err)
 	}

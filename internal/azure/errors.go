@@ -17,27 +17,27 @@ import (
 type ErrorClass int
 
 const (
-	// ClassNone: no error.
+	// ClassNone means no error.
 	ClassNone ErrorClass = iota
-	// ClassStale: the resource (or its parent, or its resource group) does
+	// ClassStale means the resource (or its parent, or its resource group) does
 	// not exist any more. Drop the work quietly.
 	ClassStale
-	// ClassThrottled: ARM answered 429, a throttle gate is closed, or the
+	// ClassThrottled means ARM answered 429, a throttle gate is closed, or the
 	// client-side rate limiter rejected the call. Retry after
 	// ThrottleRetryAfter(err) when it is known and in the future, else at the
 	// caller's next normal retry.
 	ClassThrottled
-	// ClassConflict: 409, 412, or an ARM code saying another operation won
+	// ClassConflict means 409, 412, or an ARM code saying another operation won
 	// or the operation may simply be retried. Retry after a fresh GET (the
 	// etag or the resource changed underneath us).
 	ClassConflict
-	// ClassRetriedBySDK: a status in RetriableStatusCodes. The Azure SDK
+	// ClassRetriedBySDK means a status in RetriableStatusCodes. The Azure SDK
 	// retry policy already retried it; callers treat it as terminal.
 	ClassRetriedBySDK
-	// ClassCanceled: context.Canceled or context.DeadlineExceeded. Terminal
+	// ClassCanceled means context.Canceled or context.DeadlineExceeded. Terminal
 	// (the caller is shutting down or gave up).
 	ClassCanceled
-	// ClassOther: anything else. Terminal unless wrapped by MarkRetriable.
+	// ClassOther means anything else. Terminal unless wrapped by MarkRetriable.
 	ClassOther
 )
 

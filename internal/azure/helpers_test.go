@@ -118,14 +118,6 @@ func (staticCredential) GetToken(context.Context, policy.TokenRequestOptions) (a
 	return azcore.AccessToken{Token: "test-token", ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 var sourceSeq atomic.Int64
 
 // uniqueSource returns a metrics source label no other test run used, so

@@ -165,7 +165,7 @@ func TestThrottleError_ErrorMatchesSentinel(t *testing.T) {
 	if got, want := (&ThrottleError{RetryAfter: t0}).Error(), ErrTooManyRequest.Error(); got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
-	if errors.Unwrap(&ThrottleError{}) != ErrTooManyRequest {
+	if errors.Unwrap(&ThrottleError{}) != ErrTooManyRequest { //nolint:errorlint // Unwrap's result itself is tested
 		t.Error("Unwrap() is not ErrTooManyRequest")
 	}
 }

@@ -138,31 +138,9 @@ func (c *checker) value(v any, t reflect.Type, path string) any {
 		}
 		c.fail(path, "must be a boolean (true or false)")
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, ok := v.(json.Number)
-		if !ok {
-			c.fail(path, "must be an integer")
-			return nil
-		}
-		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err != nil {
-			if errors.Is(err, strconv.ErrRange) {
-				c.fail(path, fmt.Sprintf("must be an integer between %d and %d", int64(-1)<<(t.Bits()-1), int64(1)<<(t.Bits()-1)-1))
-			} else {
-				c.fail(path, "must be an integer")
-			}
-			return nil
-		}
-		return n
+		return c.signed(v, t, path)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, ok := v.(json.Number)
-		if !ok {
-			c.fail(path, "must be a non-negative integer")
-			return nil
-		}
-		if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
-			c.fail(path, "must be a non-negative integer in range")
-			return nil
-		}
-		return n
+		return c.unsigned(v, t, path)
 	case reflect.Float32, reflect.Float64:
 		n, ok := v.(json.Number)
 		if !ok {
@@ -207,6 +185,38 @@ func (c *checker) value(v any, t reflect.Type, path string) any {
 		c.fail(path, "has a type the loader cannot decode")
 	}
 	return nil
+}
+
+// signed checks a signed integer of t's size.
+func (c *checker) signed(v any, t reflect.Type, path string) any {
+	n, ok := v.(json.Number)
+	if !ok {
+		c.fail(path, "must be an integer")
+		return nil
+	}
+	if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			c.fail(path, fmt.Sprintf("must be an integer between %d and %d", int64(-1)<<(t.Bits()-1), int64(1)<<(t.Bits()-1)-1))
+		} else {
+			c.fail(path, "must be an integer")
+		}
+		return nil
+	}
+	return n
+}
+
+// unsigned checks a non-negative integer of t's size.
+func (c *checker) unsigned(v any, t reflect.Type, path string) any {
+	n, ok := v.(json.Number)
+	if !ok {
+		c.fail(path, "must be a non-negative integer")
+		return nil
+	}
+	if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
+		c.fail(path, "must be a non-negative integer in range")
+		return nil
+	}
+	return n
 }
 
 // object checks the keys of one JSON object destined for struct type t. The

@@ -84,7 +84,7 @@ func fieldErrors(err error) []*FieldError {
 	var out []*FieldError
 	var walk func(error)
 	walk = func(e error) {
-		if fe, ok := e.(*FieldError); ok {
+		if fe, ok := e.(*FieldError); ok { //nolint:errorlint // walks the tree node by node
 			out = append(out, fe)
 			return
 		}

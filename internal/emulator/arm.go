@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -138,7 +139,7 @@ func readBody(c *reqCtx) ([]byte, *armError) {
 			n, err = c.r.Body.Read(b[len(b):cap(b)])
 			b = b[:len(b)+n]
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = nil
 		}
 	} else {

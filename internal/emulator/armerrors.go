@@ -66,11 +66,6 @@ func errChildNotFound(id string) *armError {
 	return nrpError(http.StatusNotFound, "NotFound", "Resource %s not found.", id)
 }
 
-func errParentNotFound(parentName string) *armError {
-	return gatewayError(http.StatusNotFound, "ParentResourceNotFound",
-		"Can not perform requested operation on nested resource. Parent resource '%s' not found.", parentName)
-}
-
 func errInvalidJSON(err error) *armError {
 	return gatewayError(http.StatusBadRequest, "InvalidRequestContent",
 		"The request content was invalid and could not be deserialized: '%s'.", sanitizeMsg(err.Error()))

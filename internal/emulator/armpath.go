@@ -121,7 +121,7 @@ func isGUID(s string) bool {
 				return false
 			}
 		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
 				return false
 			}
 		}
@@ -171,9 +171,4 @@ func parseResourceID(id string) (armID, bool) {
 		a.childType, a.childName = segs[8], segs[9]
 	}
 	return a, true
-}
-
-// topID is the id of the top-level resource.
-func (a armID) topID() string {
-	return "/subscriptions/" + a.sub + "/resourceGroups/" + a.rg + "/providers/" + a.ns + "/" + a.typ + "/" + a.name
 }

@@ -92,7 +92,7 @@ func controlJSON(w http.ResponseWriter, status int, v any) {
 func decodeStrict(r *http.Request, v any) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("reading the body: %v", err)
+		return fmt.Errorf("reading the body: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

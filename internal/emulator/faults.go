@@ -71,7 +71,7 @@ func (f Fault) validate() (*regexp.Regexp, error) {
 		var err error
 		re, err = regexp.Compile(f.PathRegex)
 		if err != nil {
-			return nil, fmt.Errorf("fault pathRegex %q does not compile: %v", f.PathRegex, err)
+			return nil, fmt.Errorf("fault pathRegex %q does not compile: %w", f.PathRegex, err)
 		}
 	}
 	if f.Count < 0 {

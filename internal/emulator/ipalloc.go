@@ -74,15 +74,6 @@ func (a *addrPool) allocIn(block netip.Prefix) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// take marks x used; false when it is already used.
-func (a *addrPool) take(x netip.Addr) bool {
-	if a.used[x] {
-		return false
-	}
-	a.used[x] = true
-	return true
-}
-
 func (a *addrPool) release(x netip.Addr) { delete(a.used, x) }
 
 // allocPrefix takes an aligned free block of the given length from the end

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
@@ -142,7 +141,7 @@ func TestSDKLoadBalancerLifecycle(t *testing.T) {
 	}
 
 	// A stale etag (the LB's etag before the pool PUT) gives 412.
-	stale := runtime.WithHTTPHeader(ctx, http.Header{"If-Match": []string{*lb.Etag}})
+	stale := policy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{*lb.Etag}})
 	_, err = env.lbs.BeginCreateOrUpdate(stale, "rg-life", "kubernetes", lb, nil)
 	if code, status := errorCode(err); status != http.StatusPreconditionFailed || code != "PreconditionFailed" {
 		t.Fatalf("stale If-Match: got %v (%s %d), want 412 PreconditionFailed", err, code, status)

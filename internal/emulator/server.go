@@ -2,23 +2,17 @@ package emulator
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/azlb/azlb/internal/pki"
 	"k8s.io/klog/v2"
 )
 
@@ -138,58 +132,20 @@ func (serverLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// newServingCert creates a CA and a leaf certificate signed by it.
+// newServingCert creates a CA and a serving certificate signed by it, for
+// localhost, the loopback addresses and the listen address.
 func newServingCert(listenIP net.IP) ([]byte, tls.Certificate, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("emulator: CA key: %w", err)
-	}
-	now := time.Now()
-	serial := func() *big.Int {
-		n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-		return n
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "azlb emulator CA", Organization: []string{"azlb"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("emulator: CA certificate: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("emulator: CA certificate: %w", err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("emulator: serving key: %w", err)
-	}
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 	if listenIP != nil && !listenIP.IsUnspecified() && !listenIP.IsLoopback() {
 		ips = append(ips, listenIP)
 	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "localhost", Organization: []string{"azlb"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  ips,
+	s, err := pki.NewServing("azlb emulator CA", "localhost", []string{"localhost"}, ips, 5*365*24*time.Hour)
+	if err != nil {
+		return nil, tls.Certificate{}, fmt.Errorf("emulator: %w", err)
 	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	cert, err := s.TLSCertificate()
 	if err != nil {
 		return nil, tls.Certificate{}, fmt.Errorf("emulator: serving certificate: %w", err)
 	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	cert := tls.Certificate{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey}
-	return caPEM, cert, nil
+	return s.CAPEM, cert, nil
 }

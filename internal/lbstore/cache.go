@@ -63,17 +63,15 @@ func (c *cache) gen(name string) uint64 {
 }
 
 // readResult installs what a read returned, unless a write moved the
-// generation since the read started (gen is the generation then). It
-// reports whether it installed.
-func (c *cache) readResult(name string, gen uint64, lb *armnetwork.LoadBalancer) bool {
+// generation since the read started (gen is the generation then).
+func (c *cache) readResult(name string, gen uint64, lb *armnetwork.LoadBalancer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := lower(name)
 	if c.gens[k] != gen {
-		return false
+		return
 	}
 	c.entries[k] = &entry{lb: lb, fetched: c.clock.Now()}
-	return true
 }
 
 // writing moves the generation before a write is sent: reads in flight can

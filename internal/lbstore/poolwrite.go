@@ -92,15 +92,33 @@ func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) 
 		wg.Go(func() { s.putPool(ctx, lbName, g, ifMatch) })
 	}
 	wg.Wait()
+	lastEtag, concurrent := lastWritten(writes)
+	if etag := s.retryConflicts(ctx, lbName, writes); etag != "" {
+		lastEtag, concurrent = etag, false
+	}
+	s.install(lbName, writes, lastEtag, concurrent)
+	for _, g := range work {
+		g.finish(g.changed && g.err == nil && !g.missing)
+	}
+}
 
-	// Conflicts: one pool at a time, each with a fresh read and If-Match.
-	lastEtag, sequential, putOK, failed := "", false, 0, false
+// lastWritten returns the etag of a pool written by the concurrent round,
+// and whether several were (then which etag is the last is unknown).
+func lastWritten(writes []*poolGroup) (etag string, concurrent bool) {
+	n := 0
 	for _, g := range writes {
 		if g.err == nil && !g.missing && g.out != nil {
-			putOK++
-			lastEtag = ptr.Deref(g.out.Etag, "")
+			n++
+			etag = ptr.Deref(g.out.Etag, "")
 		}
 	}
+	return etag, n > 1
+}
+
+// retryConflicts retries the pools whose write hit a 412 or 409, one at a
+// time, each with a fresh read and If-Match, up to MaxConflictRetries times.
+// It returns the etag of the last successful write ("" when none).
+func (s *Store) retryConflicts(ctx context.Context, lbName string, writes []*poolGroup) (lastEtag string) {
 	for _, g := range writes {
 		for attempt := 1; g.conflicted && attempt <= MaxConflictRetries && ctx.Err() == nil; attempt++ {
 			klog.FromContext(ctx).V(2).Info("Backend pool changed underneath the write; retrying with a fresh read",
@@ -117,31 +135,33 @@ func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) 
 			}
 			s.putPool(ctx, lbName, g, true)
 			if g.err == nil && !g.missing && g.out != nil {
-				sequential, lastEtag = true, ptr.Deref(g.out.Etag, "")
+				lastEtag = ptr.Deref(g.out.Etag, "")
 			}
 		}
 	}
+	return lastEtag
+}
+
+// install patches the written pools into the cached load balancer, or drops
+// it when a write failed or showed that someone else changed it.
+func (s *Store) install(lbName string, writes []*poolGroup, lastEtag string, concurrent bool) {
 	var written []*armnetwork.BackendAddressPool
 	for _, g := range writes {
 		switch {
 		case g.err != nil || g.missing || g.foreign:
-			failed = true // the cached copy can no longer be trusted
+			s.cache.forget(lbName) // the cached copy can no longer be trusted
+			return
 		case g.changed:
 			written = append(written, g.out)
 		}
 	}
-	switch {
-	case failed:
-		s.cache.forget(lbName)
-	case len(written) > 0:
-		if !sequential && putOK > 1 {
-			lastEtag = "" // concurrent writes: which etag is the last is unknown
-		}
-		s.cache.wrotePools(lbName, written, lastEtag)
+	if len(written) == 0 {
+		return
 	}
-	for _, g := range work {
-		g.finish(g.changed && g.err == nil && !g.missing)
+	if concurrent {
+		lastEtag = "" // concurrent writes: which etag is the last is unknown
 	}
+	s.cache.wrotePools(lbName, written, lastEtag)
 }
 
 // groupPools groups the changes (of one load balancer) by pool, in order.

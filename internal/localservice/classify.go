@@ -17,18 +17,18 @@ import (
 type Outcome int
 
 const (
-	// OutcomeStale: the pool, its load balancer or its resource group is
+	// OutcomeStale means the pool, its load balancer or its resource group is
 	// gone (ARM not-found). Dropped quietly: no event, no metric.
 	OutcomeStale Outcome = iota + 1
-	// OutcomeRetriable: throttled (429, a closed throttle gate, the
+	// OutcomeRetriable means throttled (429, a closed throttle gate, the
 	// client-side rate limiter), conflict (409, 412) or an error marked with
 	// azure.MarkRetriable. Requeued while the retry budget lasts.
 	OutcomeRetriable
-	// OutcomeTerminal: everything else, including the statuses the Azure SDK
+	// OutcomeTerminal means everything else, including the statuses the Azure SDK
 	// already retried (azure.RetriableStatusCodes) and a canceled or expired
 	// context while the updater itself is running. Reported and dropped.
 	OutcomeTerminal
-	// OutcomeShutdown: the updater's context ended. Dropped quietly.
+	// OutcomeShutdown means the updater's context ended. Dropped quietly.
 	OutcomeShutdown
 )
 

@@ -30,7 +30,7 @@
 //     its etag only when something differs: at most one GET and one PUT per
 //     pool per tick (conflict retries aside), whatever the number of
 //     endpoint changes.
-//   - Retry (docs and design local-service-updater-retry): each entry has a
+//   - Retry (docs/multiple-load-balancers.md): each pool has a
 //     retry count and a not-before time. Stale errors (not-found) drop the
 //     entry quietly; throttling (429 through either throttle path, with its
 //     Retry-After), 409 and 412 requeue it while

@@ -8,7 +8,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Event messages. The two failure texts are the design's; the user-facing
+// Event messages (their texts are part of azlb's interface); the user-facing
 // description is in docs/multiple-load-balancers.md.
 const (
 	msgUpdated        = "Updated backend pool %s of load balancer %s: %d node(s), %d added, %d removed, %d rewritten."

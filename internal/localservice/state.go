@@ -46,7 +46,3 @@ func (s *poolState) readyAt(interval time.Duration) time.Time {
 	}
 	return t
 }
-
-// parked reports whether a throttle's Retry-After keeps the pool waiting at
-// now.
-func (s *poolState) parked(now time.Time) bool { return s.notBefore.After(now) }

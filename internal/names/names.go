@@ -21,10 +21,12 @@ const (
 	// Services when clusterServiceLoadBalancerHealthProbeMode is "shared".
 	SharedProbe = "cluster-service-shared-health-probe"
 
-	// TagServiceName and TagClusterName tag the public IPs azlb creates; a
-	// public IP without them belongs to the user and is never deleted.
-	// TagClusterName also tags the load balancers azlb creates.
+	// TagServiceName tags the public IPs azlb creates with the Service's
+	// namespace/name; a public IP without it (and TagClusterName) belongs to
+	// the user and is never deleted.
 	TagServiceName = "k8s-azure-service"
+	// TagClusterName tags the public IPs and load balancers azlb creates
+	// with the cluster name.
 	TagClusterName = "k8s-azure-cluster-name"
 
 	// MaxPoolName is the longest backend address pool name ARM accepts.

@@ -209,13 +209,11 @@ func BenchmarkNodeChurn(b *testing.B) {
 				pools[r.Path]++
 			}
 		}
-		max := 0
+		most := 0
 		for _, n := range pools {
-			if n > max {
-				max = n
-			}
+			most = max(most, n)
 		}
 		b.ReportMetric(float64(len(pools)), "pools-written")
-		b.ReportMetric(float64(max), "max-writes/pool")
+		b.ReportMetric(float64(most), "max-writes/pool")
 	}
 }

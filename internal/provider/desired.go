@@ -78,11 +78,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 			},
 		}
 		if len(svc.Spec.Ports) > 0 {
-			probe, err := in.probeFor(svc.Spec.Ports[0], name, local)
-			if err != nil {
-				return nil, err
-			}
-			st.attachProbe(rule, probe, in.lb)
+			st.attachProbe(rule, in.probeFor(svc.Spec.Ports[0], name, local), in.lb)
 		}
 		st.rules = append(st.rules, rule)
 		return st, nil
@@ -120,11 +116,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 		}
 		rule := &armnetwork.LoadBalancingRule{Name: to.Ptr(name), Properties: props}
 		if !ov.NoProbeRule {
-			probe, err := in.probeFor(port, name, local)
-			if err != nil {
-				return nil, err
-			}
-			st.attachProbe(rule, probe, in.lb)
+			st.attachProbe(rule, in.probeFor(port, name, local), in.lb)
 		}
 		st.rules = append(st.rules, rule)
 	}
@@ -135,7 +127,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 // Services in shared mode, otherwise the port's effective probe named after
 // the rule. nil means no probe (the node port is not allocated yet or the
 // probe is disabled).
-func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) (*armnetwork.Probe, error) {
+func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) *armnetwork.Probe {
 	if in.sharedProbe && !local {
 		return &armnetwork.Probe{
 			Name: to.Ptr(names.SharedProbe),
@@ -147,11 +139,11 @@ func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) (*
 				NumberOfProbes:    to.Ptr[int32](2),
 				ProbeThreshold:    to.Ptr[int32](2),
 			},
-		}, nil
+		}
 	}
 	ps := in.spec.ProbeFor(port)
 	if ps.Disabled || ps.Port == 0 {
-		return nil, nil
+		return nil
 	}
 	props := &armnetwork.ProbePropertiesFormat{
 		Protocol:          to.Ptr(armnetwork.ProbeProtocol(ps.Protocol)),
@@ -163,7 +155,7 @@ func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) (*
 	if ps.RequestPath != "" {
 		props.RequestPath = to.Ptr(ps.RequestPath)
 	}
-	return &armnetwork.Probe{Name: to.Ptr(name), Properties: props}, nil
+	return &armnetwork.Probe{Name: to.Ptr(name), Properties: props}
 }
 
 func (st *serviceLBState) attachProbe(rule *armnetwork.LoadBalancingRule, probe *armnetwork.Probe, lb names.LoadBalancerRef) {

@@ -131,7 +131,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	}
 	spec, err := annotations.Parse(svc)
 	if err != nil {
-		p.event(svc, v1.EventTypeWarning, EventReasonInvalidAnnotation, "Invalid load balancer annotations: %v", err)
+		p.warn(svc, EventReasonInvalidAnnotation, "Invalid load balancer annotations: %v", err)
 		return nil, err
 	}
 	if len(spec.Unsupported) > 0 {
@@ -174,7 +174,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		} else {
 			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
 			if err != nil {
-				p.event(svc, v1.EventTypeWarning, EventReasonPublicIPNotFound, "%v", err)
+				p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
 				return nil, err
 			}
 			in.publicIPID = pip.id
@@ -225,7 +225,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err != nil {
 		var rl *RuleLimitError
 		if errors.As(err, &rl) {
-			p.event(svc, v1.EventTypeWarning, EventReasonRuleLimitExceeded, "%v", err)
+			p.warn(svc, EventReasonRuleLimitExceeded, "%v", err)
 		}
 		return nil, err
 	}
@@ -249,7 +249,8 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	return ingressStatus(families, ingress), nil
 }
 
-// RuleLimitError: placing the Service would exceed maximumLoadBalancerRuleCount.
+// RuleLimitError reports that placing the Service would exceed
+// maximumLoadBalancerRuleCount.
 type RuleLimitError struct {
 	LoadBalancer, Service string
 	Rules, Limit          int
@@ -296,7 +297,7 @@ func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Ser
 		}); err != nil {
 			return err
 		}
-		if cfg, _, ok := p.configOf(name); ok && except == "" {
+		if cfg, ok := p.configOf(name); ok && except == "" {
 			p.state.RemoveServiceFrom(cfg, base)
 		}
 		logger(ctx).Info("Removed Service from load balancer", "service", names.ServiceKey(svc), "loadBalancer", name)
@@ -432,19 +433,20 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 	}
 	cfgName, err := p.placer.PlaceService(info, counts)
 	if err != nil {
-		p.event(svc, v1.EventTypeWarning, EventReasonPlacementFailed, "%v", err)
+		p.warn(svc, EventReasonPlacementFailed, "%v", err)
 		return "", "", err
 	}
 	return names.LoadBalancer(cfgName, spec.Internal), cfgName, nil
 }
 
 // configOf maps a load balancer name to its configuration name.
-func (p *Provider) configOf(lbName string) (string, bool, bool) {
+func (p *Provider) configOf(lbName string) (string, bool) {
 	if p.placer == nil {
 		def := p.cfg.DefaultLoadBalancerName()
-		return def, names.IsInternalLB(lbName), strings.EqualFold(names.PublicLB(lbName), def)
+		return def, strings.EqualFold(names.PublicLB(lbName), def)
 	}
-	return p.placer.ConfigForLoadBalancer(lbName)
+	cfg, _, ok := p.placer.ConfigForLoadBalancer(lbName)
+	return cfg, ok
 }
 
 // statusOf reads the ingress addresses of the Service's frontends.

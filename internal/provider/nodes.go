@@ -37,7 +37,7 @@ func (p *Provider) nodesForLB(lbName string, nodes []*v1.Node) []*v1.Node {
 	if p.placer == nil {
 		return nodes
 	}
-	cfgName, _, ok := p.configOf(lbName)
+	cfgName, ok := p.configOf(lbName)
 	if !ok {
 		return nil
 	}

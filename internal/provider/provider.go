@@ -151,8 +151,9 @@ func (p *Provider) configNames() []string {
 	return out
 }
 
-func (p *Provider) event(obj *v1.Service, eventType, reason, format string, args ...any) {
-	p.recorder.Eventf(obj, eventType, reason, format, args...)
+// warn records a Warning event on the Service.
+func (p *Provider) warn(obj *v1.Service, reason, format string, args ...any) {
+	p.recorder.Eventf(obj, v1.EventTypeWarning, reason, format, args...)
 }
 
 func logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }

@@ -187,7 +187,7 @@ func (f *FakeARM) AdminState(lbName, pool, ip string) armnetwork.LoadBalancerBac
 }
 
 // store saves lb under a new etag. Caller holds mu.
-func (f *FakeARM) store(name string, lb *armnetwork.LoadBalancer) string {
+func (f *FakeARM) store(name string, lb *armnetwork.LoadBalancer) {
 	f.etagSeq++
 	etag := fmt.Sprintf(`W/"%d"`, f.etagSeq)
 	lb.Etag = to.Ptr(etag)
@@ -197,7 +197,6 @@ func (f *FakeARM) store(name string, lb *armnetwork.LoadBalancer) string {
 		}
 	}
 	f.lbs[strings.ToLower(name)] = &fakeLB{lb: lb, etag: etag}
-	return etag
 }
 
 // begin counts a call and asks the hooks.
