@@ -114,7 +114,6 @@ func FuzzControlFault(f *testing.F) {
 	})
 }
 
-// FuzzAppendJSON checks the reflection-free encoder against encoding/json.
 // FuzzParseJSON: parseJSON accepts exactly what encoding/json accepts as
 // one value (trailing whitespace only), and never panics.
 func FuzzParseJSON(f *testing.F) {
