@@ -131,6 +131,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, log)
 	defer c.shutdown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
 		return errors.New("adminstate: informers did not sync")
 	}
 	log.Info("Starting admin-state controller")

@@ -111,6 +111,9 @@ func (c *SpotController) Run(ctx context.Context, workers int) error {
 	ctx = klog.NewContext(ctx, log)
 	defer c.queue.ShutDown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
 		return errors.New("adminstate: spot-eviction informers did not sync")
 	}
 	workers = max(workers, 1)

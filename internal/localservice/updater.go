@@ -138,6 +138,9 @@ func (u *Updater) Run(ctx context.Context) error {
 	defer u.discard(ctx)
 	defer u.queue.ShutDown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, u.synced...) {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
 		return errors.New("localservice: informers did not sync")
 	}
 	log.Info("Starting local service backend pool updater", "interval", u.interval, "maxRetries", u.maxRetries)
