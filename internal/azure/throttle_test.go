@@ -22,7 +22,6 @@ func mustThrottleError(t *testing.T, err error) *ThrottleError {
 	return te
 }
 
-// Design case 1.
 func TestThrottleError_ARM429IntegerSecondsRetryAfter(t *testing.T) {
 	tp, tr := newTestThrottle()
 	tr.responses = append(tr.responses, throttled429("10"))
@@ -39,7 +38,6 @@ func TestThrottleError_ARM429IntegerSecondsRetryAfter(t *testing.T) {
 	}
 }
 
-// Design case 2.
 func TestThrottleError_ARM429RFC1123RetryAfter(t *testing.T) {
 	tp, tr := newTestThrottle()
 	at := t0.Add(90 * time.Second)
@@ -58,7 +56,6 @@ func TestThrottleError_ARM429RFC1123RetryAfter(t *testing.T) {
 	}
 }
 
-// Design case 3.
 func TestThrottleError_ARM429WithoutRetryAfterIsNow(t *testing.T) {
 	tp, tr := newTestThrottle()
 	tr.responses = append(tr.responses, throttled429(""))
@@ -80,7 +77,6 @@ func TestThrottleError_ARM429WithoutRetryAfterIsNow(t *testing.T) {
 	}
 }
 
-// Design case 4.
 func TestThrottleError_ARM429UnparsableRetryAfterKeepsGate(t *testing.T) {
 	for _, prior := range []time.Duration{0, -30 * time.Second, 30 * time.Second} {
 		t.Run(fmt.Sprint("prior gate now", prior), func(t *testing.T) {
@@ -103,7 +99,6 @@ func TestThrottleError_ARM429UnparsableRetryAfterKeepsGate(t *testing.T) {
 	}
 }
 
-// Design case 5.
 func TestThrottleError_LocalGateActiveReturnsFutureRetryAfter(t *testing.T) {
 	tp, tr := newTestThrottle()
 	tr.responses = append(tr.responses, throttled429("60"))
@@ -136,7 +131,6 @@ func TestThrottleError_LocalGateActiveReturnsFutureRetryAfter(t *testing.T) {
 	}
 }
 
-// Design case 6.
 func TestThrottleError_IsErrTooManyRequest(t *testing.T) {
 	err := error(&ThrottleError{RetryAfter: t0})
 	if !errors.Is(err, ErrTooManyRequest) {
@@ -147,7 +141,6 @@ func TestThrottleError_IsErrTooManyRequest(t *testing.T) {
 	}
 }
 
-// Design case 7.
 func TestThrottleError_AsExtractsRetryAfter(t *testing.T) {
 	want := t0.Add(42 * time.Second)
 	err := fmt.Errorf("azure loadBalancer get rg/lb: %w", &ThrottleError{RetryAfter: want})
@@ -160,7 +153,6 @@ func TestThrottleError_AsExtractsRetryAfter(t *testing.T) {
 	}
 }
 
-// Design case 8.
 func TestThrottleError_ErrorMatchesSentinel(t *testing.T) {
 	if got, want := (&ThrottleError{RetryAfter: t0}).Error(), ErrTooManyRequest.Error(); got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
