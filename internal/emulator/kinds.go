@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -21,6 +22,8 @@ type kindSpec struct {
 	updateStatus int
 	// deleteStatus is the status of an accepted DELETE (202; NICs answer 200).
 	deleteStatus int
+	// deleteStatusOf, when set, picks the status per version.
+	deleteStatusOf func(v *version) int
 	// hideOnCreate lists properties omitted from the create response
 	// (allocated while the operation runs, e.g. ipAddress).
 	hideOnCreate []string
@@ -41,6 +44,9 @@ type kindSpec struct {
 	checkDelete func(wc *writeCtx, v *version) *armError
 	// onDelete releases what the resource held (addresses, back-references).
 	onDelete func(wc *writeCtx, v *version)
+	// render, when set, renders a version at a phase (Compute kinds, whose
+	// documents are not shaped like Microsoft.Network's).
+	render func(v *version, ph phase) obj
 }
 
 // collSpec is a child collection of a resource.
@@ -88,6 +94,12 @@ type writeCtx struct {
 	effects []func()
 	// memo caches id lookups within one write.
 	memo map[string]lookupResult
+	// members are NIC-based pool membership changes, applied after the
+	// effects (see membership.go).
+	members []memberChange
+	// subnetUsed caches, per lower-cased subnet id, the private addresses
+	// in use during this write (Compute allocations).
+	subnetUsed map[string]map[netip.Addr]bool
 }
 
 type lookupResult struct {
@@ -104,6 +116,7 @@ func (wc *writeCtx) runEffects() {
 		f()
 	}
 	wc.effects = nil
+	wc.flushMembers()
 }
 
 // resourceID builds the id of a top-level resource in the write's group.
@@ -128,7 +141,7 @@ func (wc *writeCtx) lookup(id string) (armID, *entry, *version, *group) {
 
 func (wc *writeCtx) lookupUncached(id string) (armID, *entry, *version, *group) {
 	a, ok := parseResourceID(id)
-	if !ok || !strings.EqualFold(a.ns, "Microsoft.Network") {
+	if !ok || !strings.EqualFold(a.ns, "Microsoft.Network") && !strings.EqualFold(a.ns, "Microsoft.Compute") {
 		return a, nil, nil, nil
 	}
 	s := wc.e.subs[strings.ToLower(a.sub)]
@@ -166,7 +179,7 @@ func (wc *writeCtx) lookupChild(id, typ, childKey string) (*version, obj) {
 func (wc *writeCtx) replace(en *entry, doc obj) {
 	wc.memo = nil
 	old := en.cur
-	en.cur = &version{doc: doc, etag: wc.e.ids.etag(), op: old.op, deleting: old.deleting}
+	en.cur = &version{doc: doc, etag: wc.e.ids.etag(), op: old.op, deleting: old.deleting, creating: old.creating, ext: old.ext}
 }
 
 // propsOf returns doc["properties"] (never nil).
@@ -459,7 +472,12 @@ func (e *Emulator) renderVersion(k *kindSpec, v *version, ph phase) *rendered {
 	if r := v.cache[ph].Load(); r != nil {
 		return r
 	}
-	tree := renderTree(k, v.doc, v.etag, ph.String(), nil)
+	var tree obj
+	if k.render != nil {
+		tree = k.render(v, ph)
+	} else {
+		tree = renderTree(k, v.doc, v.etag, ph.String(), nil)
+	}
 	r := &rendered{tree: tree, bytes: mustMarshal(tree)}
 	v.cache[ph].Store(r)
 	return r

@@ -258,6 +258,9 @@ func (e *Emulator) putResource(c *reqCtx, k *kindSpec) {
 	loc, _ := doc["location"].(string)
 	op := e.newOp(c, wc.s, loc, wc.now)
 	nv := &version{doc: doc, etag: e.ids.etag(), op: op}
+	if cur != nil {
+		nv.ext = cur.ext
+	}
 	if en == nil {
 		en = &entry{kind: k}
 		wc.g.resources[resourceKey(k.typ, c.rt.name)] = en
@@ -364,10 +367,14 @@ func (e *Emulator) deleteResource(c *reqCtx, k *kindSpec) {
 		k.onDelete(wc, cur)
 		wc.runEffects()
 	}
-	en.cur = &version{doc: cur.doc, etag: cur.etag, op: op, deleting: true}
+	en.cur = &version{doc: cur.doc, etag: cur.etag, op: op, deleting: true, ext: cur.ext}
+	status := k.deleteStatus
+	if k.deleteStatusOf != nil {
+		status = k.deleteStatusOf(cur)
+	}
 	c.writeAccepted(op, true, true)
 	c.w.Header().Set("Content-Length", "0")
-	c.w.WriteHeader(k.deleteStatus)
+	c.w.WriteHeader(status)
 }
 
 // parentForChild resolves the parent of a child route under a lock held by

@@ -55,6 +55,9 @@ type operation struct {
 	rgDelete bool
 	// delete marks a resource delete (operationResults answers 204).
 	delete bool
+	// compute marks a Microsoft.Compute operation (its own polling URLs and
+	// status document).
+	compute bool
 }
 
 func (op *operation) done(now time.Time) bool { return op == nil || !now.Before(op.end) }
@@ -75,6 +78,13 @@ type version struct {
 	op   *operation // the last operation on the resource, nil if none
 	// deleting marks a version whose op deletes the resource.
 	deleting bool
+	// creating marks a version whose op creates the resource (Compute shows
+	// provisioningState Creating rather than Updating while it runs).
+	creating bool
+	// ext is kind-specific state that is not part of the document (a
+	// Compute VM's power state and private addresses). Like doc it is never
+	// modified once published.
+	ext any
 	// cache holds rendered forms per phase (filled by readers concurrently).
 	cache [numPhases]atomic.Pointer[rendered]
 }
