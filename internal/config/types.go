@@ -158,6 +158,11 @@ type Config struct {
 	LoadBalancerRateLimit    *RateLimitConfig `json:"loadBalancerRateLimit,omitempty"`
 	PublicIPAddressRateLimit *RateLimitConfig `json:"publicIPAddressRateLimit,omitempty"`
 	ServiceGatewayRateLimit  *RateLimitConfig `json:"serviceGatewayRateLimit,omitempty"`
+	// Compute and network interface clients (node lifecycle, NIC-based
+	// pools).
+	VirtualMachineScaleSetRateLimit *RateLimitConfig `json:"virtualMachineScaleSetRateLimit,omitempty"`
+	VirtualMachineRateLimit         *RateLimitConfig `json:"virtualMachineRateLimit,omitempty"`
+	InterfaceRateLimit              *RateLimitConfig `json:"interfaceRateLimit,omitempty"`
 
 	// EnableLoadBalancerAdminState toggles the admin-state controller
 	// (taint-driven AdminState=Down). nil means enabled.

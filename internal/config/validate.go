@@ -95,6 +95,9 @@ func (c *Config) Validate() error {
 	v.rateLimitPtr("loadBalancerRateLimit", c.LoadBalancerRateLimit)
 	v.rateLimitPtr("publicIPAddressRateLimit", c.PublicIPAddressRateLimit)
 	v.rateLimitPtr("serviceGatewayRateLimit", c.ServiceGatewayRateLimit)
+	v.rateLimitPtr("virtualMachineScaleSetRateLimit", c.VirtualMachineScaleSetRateLimit)
+	v.rateLimitPtr("virtualMachineRateLimit", c.VirtualMachineRateLimit)
+	v.rateLimitPtr("interfaceRateLimit", c.InterfaceRateLimit)
 
 	return errors.Join(v.errs...)
 }
