@@ -59,12 +59,12 @@ type Options struct {
 // Inventory reads VMs with cached listings; see the package documentation.
 // It is safe for concurrent use.
 type Inventory struct {
-	c           Clients
-	sub, rg     string
-	clock       clock.PassiveClock
-	ttl, miss   time.Duration
-	mu          sync.Mutex
-	scopes      map[string]*scope
+	c         Clients
+	sub, rg   string
+	clock     clock.PassiveClock
+	ttl, miss time.Duration
+	mu        sync.Mutex
+	scopes    map[string]*scope
 }
 
 // New builds an Inventory.
