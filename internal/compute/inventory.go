@@ -258,6 +258,9 @@ func (inv *Inventory) Get(ctx context.Context, ref names.VMRef, maxAge time.Dura
 	if maxAge <= 0 {
 		maxAge = inv.ttl
 	}
+	if !strings.EqualFold(ref.Subscription, inv.sub) {
+		return nil, fmt.Errorf("%s is in subscription %s, not in the configured %s", ref.ID(), ref.Subscription, inv.sub)
+	}
 	lookup := func(maxAge time.Duration) (*Instance, time.Time, error) {
 		if ref.Kind == names.ScaleSetVM {
 			l, at, err := inv.scaleSetVMs(ctx, ref.ResourceGroup, ref.ScaleSet, maxAge)

@@ -77,6 +77,9 @@ func (c *Config) SetDefaults() {
 	if c.LoadBalancerCacheTTLInSeconds == 0 {
 		c.LoadBalancerCacheTTLInSeconds = DefaultLoadBalancerCacheTTLInSeconds
 	}
+	if c.VMCacheTTLInSeconds == 0 {
+		c.VMCacheTTLInSeconds = DefaultVMCacheTTLInSeconds
+	}
 	if c.MaximumLoadBalancerRuleCount == 0 {
 		c.MaximumLoadBalancerRuleCount = DefaultMaximumLoadBalancerRuleCount
 	}

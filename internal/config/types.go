@@ -35,6 +35,7 @@ const (
 	DefaultLoadBalancerBackendPoolUpdateInterval   = 30
 	DefaultLoadBalancerBackendPoolUpdateMaxRetries = 3
 	DefaultLoadBalancerCacheTTLInSeconds           = 120
+	DefaultVMCacheTTLInSeconds                     = 300
 	DefaultMaximumLoadBalancerRuleCount            = 250
 	DefaultClusterServiceSharedProbePort           = 10256
 	DefaultClusterServiceSharedProbePath           = "/healthz"
@@ -152,6 +153,9 @@ type Config struct {
 	ClusterServiceSharedLoadBalancerHealthProbePath string `json:"clusterServiceSharedLoadBalancerHealthProbePath,omitempty"`
 
 	LoadBalancerCacheTTLInSeconds int `json:"loadBalancerCacheTTLInSeconds,omitempty"`
+	// VMCacheTTLInSeconds is how long VM and network interface listings
+	// are reused for node metadata and NIC-based pool membership.
+	VMCacheTTLInSeconds int `json:"vmCacheTTLInSeconds,omitempty"`
 
 	// Per-client rate limit overrides. A nil stanza inherits the top-level
 	// cloudProviderRateLimit* settings.

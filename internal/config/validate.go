@@ -76,6 +76,9 @@ func (c *Config) Validate() error {
 	if d.LoadBalancerCacheTTLInSeconds < 0 {
 		v.add("loadBalancerCacheTTLInSeconds", "must not be negative")
 	}
+	if d.VMCacheTTLInSeconds < 0 {
+		v.add("vmCacheTTLInSeconds", "must not be negative")
+	}
 	if d.MaximumLoadBalancerRuleCount <= 0 {
 		v.add("maximumLoadBalancerRuleCount", "must be greater than 0")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
 )
@@ -24,12 +26,12 @@ import (
 // ProviderName is the cloud provider name azlb registers (--cloud-provider).
 const ProviderName = "azure"
 
-// Cloud is the cloudprovider.Interface azlb registers. Only the
-// LoadBalancer part is implemented; Instances, Zones, Clusters and Routes
-// report unsupported, so the cloud node, node lifecycle and route
-// controllers of the framework stay idle. azlb's own controllers are
-// registered with the controller manager (cmd/azlb-controller-manager) and
-// reach the cloud through Config and Store.
+// Cloud is the cloudprovider.Interface azlb registers: LoadBalancer (the
+// Service reconcile) and InstancesV2 (node initialization and lifecycle
+// from the VMs' state). Instances, Zones, Clusters and Routes report
+// unsupported (the route controller stays idle). azlb's own controllers
+// are registered with the controller manager (cmd/azlb-controller-manager)
+// and reach the cloud through Config, Store and Inventory.
 type Cloud struct {
 	*Provider
 	Config  *config.Config
@@ -37,6 +39,9 @@ type Cloud struct {
 	// Store is the one reader and writer of load balancers and backend
 	// pools; Initialize starts its writer.
 	Store *lbstore.Store
+	// Inventory reads the VMs behind nodes.
+	Inventory *compute.Inventory
+	instances *Instances
 }
 
 var (
@@ -66,16 +71,30 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
+	inv, err := NewInventory(cfg, clients)
+	if err != nil {
+		return nil, err
+	}
 	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Options{Config: cfg, Clients: clients, Store: store})
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Inventory: inv})
 	if err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
-	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store}, nil
+	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store, Inventory: inv, instances: NewInstances(inv, 0)}, nil
+}
+
+// NewInventory builds the VM inventory of a configuration: the VM
+// resource group, listings kept vmCacheTTLInSeconds.
+func NewInventory(cfg *config.Config, clients *azure.Clients) (*compute.Inventory, error) {
+	return compute.New(compute.Options{
+		Clients:        compute.Clients{ScaleSets: clients.ScaleSet, ScaleSetVMs: clients.ScaleSetVM, VMs: clients.VM, Interfaces: clients.Interface},
+		SubscriptionID: cfg.SubscriptionID, ResourceGroup: cfg.ResourceGroup,
+		TTL: time.Duration(cfg.VMCacheTTLInSeconds) * time.Second,
+	})
 }
 
 // Initialize wires the Service event recorder and starts the store's
@@ -130,8 +149,11 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.Pro
 // Instances is not supported.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
 
-// InstancesV2 is not supported.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
+// InstancesV2 is supported: the cloud node and cloud node lifecycle
+// controllers run on it.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	return c.instances, c.instances != nil
+}
 
 // Zones is not supported.
 func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }

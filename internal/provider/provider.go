@@ -16,6 +16,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
@@ -57,6 +58,9 @@ type Options struct {
 	// informer has synced. nil: Local Services use the cluster pool.
 	EndpointSlices discoverylisters.EndpointSliceLister
 	SlicesSynced   func() bool
+	// Inventory reads the VMs behind nodes (NIC-based pools). nil: only
+	// IP-based pools work.
+	Inventory *compute.Inventory
 }
 
 // Provider implements cloudprovider.LoadBalancer for Azure Standard Load
