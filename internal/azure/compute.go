@@ -33,6 +33,10 @@ type ScaleSetVMClient interface {
 	// Update PUTs one VM, with If-Match: etag when etag is non-empty, and
 	// waits for the operation.
 	Update(ctx context.Context, resourceGroup, scaleSet, instanceID string, vm armcompute.VirtualMachineScaleSetVM, etag string) (*armcompute.VirtualMachineScaleSetVM, error)
+	// BeginUpdate is Update returning once ARM accepted the PUT; wait polls
+	// the operation to its end.
+	BeginUpdate(ctx context.Context, resourceGroup, scaleSet, instanceID string, vm armcompute.VirtualMachineScaleSetVM, etag string) (
+		wait func(context.Context) (*armcompute.VirtualMachineScaleSetVM, error), err error)
 }
 
 // VMClient reads virtual machines (standalone, availability set and
@@ -121,14 +125,30 @@ func (s *scaleSetVMClient) List(ctx context.Context, rg, vmss string) ([]*armcom
 }
 
 func (s *scaleSetVMClient) Update(ctx context.Context, rg, vmss, id string, vm armcompute.VirtualMachineScaleSetVM, etag string) (*armcompute.VirtualMachineScaleSetVM, error) {
-	resp, err := write(ctx, s.base, opCreateOrUpdate, rg, rg+"/"+vmss+"/"+id, etag,
-		func(ctx context.Context) (*runtime.Poller[armcompute.VirtualMachineScaleSetVMsClientUpdateResponse], error) {
-			return s.c.BeginUpdate(ctx, rg, vmss, id, vm, nil)
+	wait, err := s.BeginUpdate(ctx, rg, vmss, id, vm, etag)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+func (s *scaleSetVMClient) BeginUpdate(ctx context.Context, rg, vmss, id string, vm armcompute.VirtualMachineScaleSetVM, etag string) (
+	func(context.Context) (*armcompute.VirtualMachineScaleSetVM, error), error) {
+	wait, err := startWrite(ctx, s.base, opCreateOrUpdate, rg, rg+"/"+vmss+"/"+id, etag,
+		func(ctx context.Context) (*armcompute.VirtualMachineScaleSetVMsClientUpdateResponse, *runtime.Poller[armcompute.VirtualMachineScaleSetVMsClientUpdateResponse], error) {
+			p, err := s.c.BeginUpdate(ctx, rg, vmss, id, vm, nil)
+			return nil, p, err
 		})
 	if err != nil {
 		return nil, err
 	}
-	return &resp.VirtualMachineScaleSetVM, nil
+	return func(ctx context.Context) (*armcompute.VirtualMachineScaleSetVM, error) {
+		resp, err := wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &resp.VirtualMachineScaleSetVM, nil
+	}, nil
 }
 
 type vmClient struct {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -32,6 +33,10 @@ const (
 
 // ErrNotFound is returned (wrapped) for a VM that does not exist.
 var ErrNotFound = errors.New("VM not found")
+
+// ErrOtherSubscription is returned (wrapped) for a VM of a subscription
+// other than the configured one.
+var ErrOtherSubscription = errors.New("VM of another subscription")
 
 // Clients are the ARM clients the Inventory reads with.
 type Clients struct {
@@ -259,7 +264,7 @@ func (inv *Inventory) Get(ctx context.Context, ref names.VMRef, maxAge time.Dura
 		maxAge = inv.ttl
 	}
 	if !strings.EqualFold(ref.Subscription, inv.sub) {
-		return nil, fmt.Errorf("%s is in subscription %s, not in the configured %s", ref.ID(), ref.Subscription, inv.sub)
+		return nil, fmt.Errorf("%s: %w (%s, not the configured %s)", ref.ID(), ErrOtherSubscription, ref.Subscription, inv.sub)
 	}
 	lookup := func(maxAge time.Duration) (*Instance, time.Time, error) {
 		if ref.Kind == names.ScaleSetVM {
@@ -335,8 +340,13 @@ func (inv *Inventory) byName(ctx context.Context, name string, maxAge time.Durat
 	return nil, fmt.Errorf("no VM named or with computer name %q in resource group %s: %w", name, inv.rg, ErrNotFound)
 }
 
-// ScaleSetNames lists the Uniform scale sets of a resource group (cached).
-func (inv *Inventory) ScaleSetNames(ctx context.Context, rg string, maxAge time.Duration) ([]string, error) {
+// scaleSets is a listing of a resource group's scale sets.
+type scaleSets struct {
+	uniform []string // names of the Uniform ones, sorted
+	byName  map[string]*armcompute.VirtualMachineScaleSet
+}
+
+func (inv *Inventory) scaleSets(ctx context.Context, rg string, maxAge time.Duration) (*scaleSets, error) {
 	if maxAge <= 0 {
 		maxAge = inv.ttl
 	}
@@ -345,22 +355,77 @@ func (inv *Inventory) ScaleSetNames(ctx context.Context, rg string, maxAge time.
 		if err = stale404(err); err != nil {
 			return nil, err
 		}
-		var out []string
+		l := &scaleSets{byName: map[string]*armcompute.VirtualMachineScaleSet{}}
 		for _, s := range sets {
-			if s.Properties != nil && s.Properties.OrchestrationMode != nil && strings.EqualFold(string(*s.Properties.OrchestrationMode), "Flexible") {
+			n := ptr.Deref(s.Name, "")
+			if n == "" {
 				continue
 			}
-			if n := ptr.Deref(s.Name, ""); n != "" {
-				out = append(out, n)
+			l.byName[strings.ToLower(n)] = s
+			if s.Properties == nil || s.Properties.OrchestrationMode == nil || !strings.EqualFold(string(*s.Properties.OrchestrationMode), "Flexible") {
+				l.uniform = append(l.uniform, n)
 			}
 		}
-		sort.Strings(out)
-		return out, nil
+		sort.Strings(l.uniform)
+		return l, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return d.([]string), nil
+	return d.(*scaleSets), nil
+}
+
+// ScaleSetNames lists the Uniform scale sets of a resource group (cached).
+func (inv *Inventory) ScaleSetNames(ctx context.Context, rg string, maxAge time.Duration) ([]string, error) {
+	l, err := inv.scaleSets(ctx, rg, maxAge)
+	if err != nil {
+		return nil, err
+	}
+	return l.uniform, nil
+}
+
+// ScaleSet returns a scale set model from the resource group's listing (no
+// older than maxAge, 0: the TTL); ErrNotFound when there is none.
+func (inv *Inventory) ScaleSet(ctx context.Context, rg, name string, maxAge time.Duration) (*armcompute.VirtualMachineScaleSet, error) {
+	l, err := inv.scaleSets(ctx, rg, maxAge)
+	if err != nil {
+		return nil, err
+	}
+	if s := l.byName[strings.ToLower(name)]; s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("scale set %s/%s: %w", rg, name, ErrNotFound)
+}
+
+// InvalidateScaleSets makes the next ScaleSet lookup in rg list again.
+func (inv *Inventory) InvalidateScaleSets(rg string) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if s := inv.scopes[scaleSetsKey(rg)]; s != nil {
+		s.stale = true
+	}
+}
+
+// NIC returns a network interface from its resource group's listing (no
+// older than maxAge, 0: the TTL); ErrNotFound when there is none.
+func (inv *Inventory) NIC(ctx context.Context, id string, maxAge time.Duration) (*armnetwork.Interface, error) {
+	if maxAge <= 0 {
+		maxAge = inv.ttl
+	}
+	rg, _, err := names.ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := inv.nicListing(ctx, groupNICKey(rg), maxAge, func(ctx context.Context) ([]*armnetwork.Interface, error) {
+		return inv.c.Interfaces.List(ctx, rg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n := m[strings.ToLower(id)]; n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("network interface %s: %w", id, ErrNotFound)
 }
 
 // nics maps lower-cased NIC ids to network interfaces.
