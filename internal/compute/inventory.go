@@ -523,3 +523,26 @@ func NICAddresses(nic *armnetwork.Interface) []string {
 	}
 	return out
 }
+
+// MemberKeys returns the owners of a node's NIC-based pool members
+// (names.IPConfigOwner, lower-cased): a scale set VM's own id (from the
+// providerID, without a read), or the ids of a VM's network interfaces
+// (from the cached listing). A node without an Azure VM of this
+// subscription has none.
+func (inv *Inventory) MemberKeys(ctx context.Context, node *v1.Node) ([]string, error) {
+	ref, err := names.ParseProviderID(node.Spec.ProviderID)
+	if err != nil {
+		return nil, nil
+	}
+	if ref.Kind == names.ScaleSetVM {
+		return []string{strings.ToLower(ref.ID())}, nil
+	}
+	inst, err := inv.Get(ctx, ref, 0)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrOtherSubscription) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return inst.OwnerKeys(), nil
+}
