@@ -108,8 +108,13 @@ func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.Co
 		if err != nil {
 			return nil, false, err
 		}
+		policy := backendpool.PolicyFromConfig(az.Config)
+		var members adminstate.NodeMembers
+		if policy.NICBased {
+			members = az.Inventory // NIC-derived entries are matched by their VM or NIC
+		}
 		mgr, err := adminstate.NewManager(az.Store, adminstate.ManagerOptions{SubscriptionID: az.Config.SubscriptionID,
-			Source: "azlb-controller-manager", Policy: backendpool.PolicyFromConfig(az.Config)})
+			Source: "azlb-controller-manager", Policy: policy, Members: members})
 		if err != nil {
 			return nil, false, err
 		}

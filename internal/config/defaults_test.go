@@ -16,7 +16,7 @@ func TestSetDefaultsEmpty(t *testing.T) {
 		{"cloud", c.Cloud, "AzurePublicCloud"},
 		{"clusterName", c.ClusterName, "kubernetes"},
 		{"loadBalancerSku", c.LoadBalancerSKU, "standard"},
-		{"backend pool type", c.LoadBalancerBackendPoolConfigurationType, "nodeIP"},
+		{"backend pool type", c.LoadBalancerBackendPoolConfigurationType, "nodeIPConfiguration"},
 		{"update interval", c.LoadBalancerBackendPoolUpdateIntervalInSeconds, 30},
 		{"max retries", *c.LoadBalancerBackendPoolUpdateMaxRetries, 3},
 		{"cache TTL", c.LoadBalancerCacheTTLInSeconds, 120},

@@ -31,7 +31,7 @@ const (
 	DefaultCloud                                   = "AzurePublicCloud"
 	DefaultClusterName                             = "kubernetes"
 	DefaultLoadBalancerSKU                         = LoadBalancerSKUStandard
-	DefaultBackendPoolConfigurationType            = BackendPoolNodeIP
+	DefaultBackendPoolConfigurationType            = BackendPoolNodeIPConfiguration
 	DefaultLoadBalancerBackendPoolUpdateInterval   = 30
 	DefaultLoadBalancerBackendPoolUpdateMaxRetries = 3
 	DefaultLoadBalancerCacheTTLInSeconds           = 120
@@ -153,6 +153,10 @@ type Config struct {
 	ClusterServiceSharedLoadBalancerHealthProbePath string `json:"clusterServiceSharedLoadBalancerHealthProbePath,omitempty"`
 
 	LoadBalancerCacheTTLInSeconds int `json:"loadBalancerCacheTTLInSeconds,omitempty"`
+	// PutVMSSVMBatchSize is how many VMs of a scale set tagged
+	// aks-managed-coordination join a NIC-based pool at once (0: one at a
+	// time).
+	PutVMSSVMBatchSize int `json:"putVMSSVMBatchSize,omitempty"`
 	// VMCacheTTLInSeconds is how long VM and network interface listings
 	// are reused for node metadata and NIC-based pool membership.
 	VMCacheTTLInSeconds int `json:"vmCacheTTLInSeconds,omitempty"`

@@ -58,6 +58,16 @@ func TestValidate(t *testing.T) {
 			c.LoadBalancerBackendPoolConfigurationType = "nodeIPConfiguration"
 			c.MultipleStandardLoadBalancerConfigurations = multi("kubernetes")
 		}, []string{`loadBalancerBackendPoolConfigurationType: must be nodeIP when multipleStandardLoadBalancerConfigurations is set; got "nodeIPConfiguration"`}},
+		{"multi SLB with the default pool type", func(c *Config) {
+			c.LoadBalancerBackendPoolConfigurationType = ""
+			c.MultipleStandardLoadBalancerConfigurations = multi("kubernetes")
+		}, []string{"loadBalancerBackendPoolConfigurationType: must be nodeIP when multipleStandardLoadBalancerConfigurations is set; unset, it defaults to nodeIPConfiguration"}},
+		{"NIC-based pools need no virtual network", func(c *Config) {
+			c.LoadBalancerBackendPoolConfigurationType = "nodeipconfiguration"
+			c.VnetName = ""
+		}, nil},
+		{"batch size negative", func(c *Config) { c.PutVMSSVMBatchSize = -1 }, []string{"putVMSSVMBatchSize: must not be negative"}},
+		{"VM cache TTL negative", func(c *Config) { c.VMCacheTTLInSeconds = -1 }, []string{"vmCacheTTLInSeconds: must not be negative"}},
 		{"multi SLB needs cluster entry", func(c *Config) {
 			c.ClusterName = "prod"
 			c.MultipleStandardLoadBalancerConfigurations = multi("lb-1", "lb-2")
@@ -155,7 +165,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	want := []string{
 		"subscriptionId", "resourceGroup", "location", "aadClientSecret", "loadBalancerSku",
-		"loadBalancerSku", // also: must be standard for multiple SLBs
+		"loadBalancerSku",                          // also: must be standard for multiple SLBs
+		"loadBalancerBackendPoolConfigurationType", // the default (NIC-based) is not for multiple SLBs
 		"multipleStandardLoadBalancerConfigurations[1].name",
 		"multipleStandardLoadBalancerConfigurations[2].name",
 		"multipleStandardLoadBalancerConfigurations",

@@ -115,21 +115,32 @@ func (w *Writer) removeFromScaleSetVMs(ctx context.Context, ms []member, drop ma
 
 // Decouple removes every reference to the load balancer's pools, so that
 // the load balancer can be deleted (ARM refuses while a scale set model
-// lists one of its pools, LoadBalancerInUseByVirtualMachineScaleSet):
-// first the scale set models listing one (only scaleSetID when it is not
-// empty), then the VMs and network interfaces the pools hold. It returns
-// the writes.
+// lists one of its pools, LoadBalancerInUseByVirtualMachineScaleSet); see
+// DecouplePools. It returns the writes.
 func (w *Writer) Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scaleSetID string) (int, error) {
 	if lb == nil || lb.Properties == nil {
 		return 0, nil
 	}
-	var pools, members []string
+	n, err := w.DecouplePools(ctx, lb.Properties.BackendAddressPools, scaleSetID)
+	if n > 0 {
+		klog.FromContext(ctx).Info("Decoupled the load balancer's pools from scale sets and network interfaces",
+			"loadBalancer", ptr.Deref(lb.Name, ""), "writes", n)
+	}
+	return n, err
+}
+
+// DecouplePools takes the pools out of every scale set model listing one
+// (only scaleSetID when it is not empty), then out of the VMs and network
+// interfaces they hold (backendIPConfigurations, as read). It returns the
+// writes.
+func (w *Writer) DecouplePools(ctx context.Context, pools []*armnetwork.BackendAddressPool, scaleSetID string) (int, error) {
+	var ids, members []string
 	groups := map[string]string{strings.ToLower(w.o.ResourceGroup): w.o.ResourceGroup}
-	for _, p := range lb.Properties.BackendAddressPools {
+	for _, p := range pools {
 		if p == nil || p.ID == nil {
 			continue
 		}
-		pools = append(pools, *p.ID)
+		ids = append(ids, *p.ID)
 		if p.Properties == nil {
 			continue
 		}
@@ -143,10 +154,10 @@ func (w *Writer) Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scal
 			}
 		}
 	}
-	if len(pools) == 0 {
+	if len(ids) == 0 {
 		return 0, nil
 	}
-	drop := lowerSet(pools)
+	drop := lowerSet(ids)
 	var models []string
 	if scaleSetID != "" {
 		models = []string{scaleSetID}
@@ -189,13 +200,8 @@ func (w *Writer) Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scal
 			return writes, err
 		}
 	}
-	n, err := w.RemoveMembers(ctx, pools, members)
-	writes += n
-	if writes > 0 {
-		klog.FromContext(ctx).Info("Decoupled the load balancer's pools from scale sets and network interfaces",
-			"loadBalancer", ptr.Deref(lb.Name, ""), "scaleSetModels", len(models), "members", len(members), "writes", writes)
-	}
-	return writes, err
+	n, err := w.RemoveMembers(ctx, ids, members)
+	return writes + n, err
 }
 
 // modelLists reports whether a scale set model lists one of the pools.

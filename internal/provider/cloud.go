@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -21,6 +22,7 @@ import (
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/nicpool"
 )
 
 // ProviderName is the cloud provider name azlb registers (--cloud-provider).
@@ -75,16 +77,31 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	dec := &storeDecoupler{}
+	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool, Decoupler: dec})
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Inventory: inv})
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Inventory: inv, PutVMSSVMBatchSize: cfg.PutVMSSVMBatchSize})
 	if err != nil {
 		return nil, err
 	}
+	dec.w = p.nicPools
 	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
 	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store, Inventory: inv, instances: NewInstances(inv, 0)}, nil
+}
+
+// storeDecoupler lets the store take a load balancer's pools out of scale
+// set models, VMs and NICs (the provider's NIC pool writer) before it
+// deletes the load balancer.
+type storeDecoupler struct{ w *nicpool.Writer }
+
+func (d *storeDecoupler) Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scaleSetID string) error {
+	if d.w == nil {
+		return nil
+	}
+	_, err := d.w.Decouple(ctx, lb, scaleSetID)
+	return err
 }
 
 // NewInventory builds the VM inventory of a configuration: the VM

@@ -33,14 +33,15 @@ func StartStore(t testing.TB, o lbstore.Options) *lbstore.Store {
 }
 
 // FakeConfig is a valid azure.json for FakeARM: resource group FakeRG,
-// cluster and default load balancer "kubernetes", a virtual network, and the
-// load balancer cache on. mutate, when set, edits it before defaults and
+// cluster and default load balancer "kubernetes", a virtual network, IP-based
+// (nodeIP) pools, and the load balancer cache on. mutate, when set, edits it before defaults and
 // validation.
 func FakeConfig(t testing.TB, mutate func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg, err := config.Load(strings.NewReader(`{"cloud": "AzurePublicCloud", "tenantId": "t", "subscriptionId": "sub",
 		"resourceGroup": "` + FakeRG + `", "location": "eastus", "clusterName": "kubernetes", "vnetName": "vnet",
-		"subnetName": "subnet", "loadBalancerSku": "standard", "aadClientId": "client", "aadClientSecret": "secret"}`))
+		"subnetName": "subnet", "loadBalancerSku": "standard", "loadBalancerBackendPoolConfigurationType": "nodeIP",
+		"aadClientId": "client", "aadClientSecret": "secret"}`))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
