@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -170,6 +171,9 @@ func (w *Writer) EnsureMembers(ctx context.Context, pool Pool, nodes []*v1.Node)
 
 // instanceOf finds the node's VM; why says why the node is left out.
 func (w *Writer) instanceOf(ctx context.Context, n *v1.Node) (*compute.Instance, string, error) {
+	if n.Spec.ProviderID == "" && uninitialized(n) {
+		return nil, "the cloud node controller has not initialized it yet", nil
+	}
 	ref, err := names.ParseProviderID(n.Spec.ProviderID)
 	if err != nil {
 		return nil, w.skip(n, "%v", err), nil
@@ -518,4 +522,15 @@ func (w *Writer) editNIC(ctx context.Context, id string, edit func(*armnetwork.I
 			return "", false, err
 		}
 	}
+}
+
+// uninitialized reports whether the node still waits for the cloud node
+// controller (it sets the providerID).
+func uninitialized(n *v1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == cloudproviderapi.TaintExternalCloudProvider {
+			return true
+		}
+	}
+	return false
 }

@@ -54,7 +54,7 @@ func (p *Provider) reconcileNICPools(ctx context.Context, caller, lbName string,
 		}
 		var members []*v1.Node
 		for _, n := range nodes {
-			if p.policy.Pooled(n, fam) {
+			if p.policy.Eligible(n) && (fam != v1.IPv6Protocol || backendpool.NodeInternalIP(n, fam) != "") {
 				members = append(members, n)
 			}
 		}
