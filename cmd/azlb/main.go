@@ -1,11 +1,14 @@
 // Command azlb is the azlb command-line tool:
 //
-//	azlb sandbox up [--dir .sandbox] [--bin bin]   start the whole system on this machine
-//	azlb sandbox down [--dir .sandbox]             stop it
-//	azlb status [--kubeconfig F] [--cloud-config F] show load balancers, pools and admin state
+//	azlb sandbox up [--dir .sandbox] [--bin bin] [--demo multi|nic]   start the whole system on this machine
+//	azlb sandbox down [--dir .sandbox]                               stop it
+//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools and admin state
+//	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
+//	                                                                 a power action on a node's VM (ARM)
+//	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets (the NIC demo runs it)
 //
-// Without flags, status reads the sandbox's .sandbox/kubeconfig and
-// .sandbox/azure.json.
+// Without flags, status, vm and node-agent read the sandbox's
+// .sandbox/kubeconfig and .sandbox/azure.json.
 package main
 
 import (
@@ -35,9 +38,11 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--demo multi|nic]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
+  azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
+  azlb node-agent --nodes FILE [--kubeconfig FILE] [--cloud-config FILE] [--interval 1s]
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -53,6 +58,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sandboxDown(args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
+	case args[0] == "vm" && len(args) > 2:
+		err = vmAction(ctx, args[1], args[2:], stdout)
+	case args[0] == "node-agent":
+		err = nodeAgent(ctx, args[1:])
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -70,6 +79,7 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	bin := fs.String("bin", "bin", "directory holding the built binaries")
 	rbac := fs.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest the controller runs with")
 	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
+	demo := fs.String("demo", sandbox.DemoMulti, "the demo cluster: multi (two load balancers, IP-based pools) or nic (NIC-based pools over emulated VMs)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,9 +91,13 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Out: out}); err != nil {
+	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Demo: *demo, Out: out}); err != nil {
 		sandbox.Down(abs)
 		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
+	}
+	if *demo == sandbox.DemoNIC {
+		fmt.Fprintf(out, nicHelp, *dir)
+		return nil
 	}
 	fmt.Fprintf(out, `
 The sandbox is running. Try:

@@ -29,7 +29,6 @@ type NodeVM struct {
 // VMs with their NICs, availability sets, and power actions, through the
 // real SDK (armcompute/v7).
 type Compute struct {
-	env     *Env
 	clients *azure.Clients
 	vmss    *armcompute.VirtualMachineScaleSetsClient
 	vmssVMs *armcompute.VirtualMachineScaleSetVMsClient
@@ -43,17 +42,27 @@ func (e *Env) Compute(ctx context.Context) (*Compute, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Compute{env: e, clients: c}
-	sub := e.Config.SubscriptionID
-	if out.vmss, err = armcompute.NewVirtualMachineScaleSetsClient(sub, c.Credential(), c.ARMClientOptions("devenv-vmss")); err == nil {
-		if out.vmssVMs, err = armcompute.NewVirtualMachineScaleSetVMsClient(sub, c.Credential(), c.ARMClientOptions("devenv-vmssvm")); err == nil {
-			if out.vms, err = armcompute.NewVirtualMachinesClient(sub, c.Credential(), c.ARMClientOptions("devenv-vm")); err == nil {
-				out.avsets, err = armcompute.NewAvailabilitySetsClient(sub, c.Credential(), c.ARMClientOptions("devenv-avset"))
+	out, err := NewCompute(c, e.Config.SubscriptionID)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return out, nil
+}
+
+// NewCompute returns a Compute writing through clients (which Close
+// closes) in a subscription.
+func NewCompute(c *azure.Clients, subscription string) (*Compute, error) {
+	out := &Compute{clients: c}
+	var err error
+	if out.vmss, err = armcompute.NewVirtualMachineScaleSetsClient(subscription, c.Credential(), c.ARMClientOptions("devenv-vmss")); err == nil {
+		if out.vmssVMs, err = armcompute.NewVirtualMachineScaleSetVMsClient(subscription, c.Credential(), c.ARMClientOptions("devenv-vmssvm")); err == nil {
+			if out.vms, err = armcompute.NewVirtualMachinesClient(subscription, c.Credential(), c.ARMClientOptions("devenv-vm")); err == nil {
+				out.avsets, err = armcompute.NewAvailabilitySetsClient(subscription, c.Credential(), c.ARMClientOptions("devenv-avset"))
 			}
 		}
 	}
 	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	return out, nil

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/nodeagent"
 )
 
 // Options of Up.
@@ -41,6 +42,8 @@ type Options struct {
 	// SecurePort is the controller manager's /metrics and /healthz port on
 	// 127.0.0.1; 0 means 10258.
 	SecurePort int
+	// Demo is DemoMulti ("" too) or DemoNIC.
+	Demo string
 	// Out receives progress lines.
 	Out io.Writer
 }
@@ -110,36 +113,73 @@ func Up(ctx context.Context, o Options) error {
 	cs := kubernetes.NewForConfigOrDie(rc)
 
 	// 3. Seed Azure, write azure.json, apply RBAC, start the controller.
+	nic := o.Demo == DemoNIC
+	if o.Demo != "" && o.Demo != DemoMulti && !nic {
+		return fmt.Errorf("unknown demo %q (%s or %s)", o.Demo, DemoMulti, DemoNIC)
+	}
 	env, err := devenv.Connect(ctx, url, caFile, nil)
 	if err != nil {
 		return err
 	}
 	azureJSON := filepath.Join(o.Dir, AzureJSONFile)
-	if err := os.WriteFile(azureJSON, AzureJSON(url, caFile), 0o600); err != nil {
+	cfgJSON := AzureJSON(url, caFile)
+	if nic {
+		cfgJSON = NICAzureJSON(url, caFile)
+	}
+	if err := os.WriteFile(azureJSON, cfgJSON, 0o600); err != nil {
 		return err
 	}
 	step("seeded resource group %s, virtual network %s; wrote %s", env.Config.ResourceGroup, env.Config.VnetName, azureJSON)
+	var nodes []nodeagent.Node
+	if nic {
+		if nodes, err = createNICVMs(ctx, env); err != nil {
+			return err
+		}
+		nodesFile, err := writeNodes(o.Dir, nodes)
+		if err != nil {
+			return err
+		}
+		step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
+		if err := startDetached(o.Dir, "azlb-node-agent", filepath.Join(logs, "node-agent.log"), filepath.Join(o.BinDir, "azlb"),
+			"node-agent", "--kubeconfig", kube.AdminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
+			return err
+		}
+		step("simulated kubelets started for %d nodes (Ready follows each VM's power state)", len(nodes))
+	}
 	if err := devenv.ApplyFile(ctx, cs, o.RBACFile); err != nil {
 		return err
 	}
 	kc := kube.ControllerKubeconfig
 	if err := startDetached(o.Dir, "azlb-controller-manager", filepath.Join(logs, "controller.log"), filepath.Join(o.BinDir, "azlb-controller-manager"),
 		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--leader-elect=false", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)), "--v=2"); err != nil {
+		"--leader-elect=false", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)), "--node-monitor-period=2s", "--v=2"); err != nil {
 		return err
 	}
 	step("azlb-controller-manager started (as ServiceAccount kube-system/azlb-controller-manager)")
 
 	// 4. The demo cluster.
-	if err := createDemo(ctx, cs); err != nil {
+	services := []string{"web", "api"}
+	if nic {
+		services = []string{"web"}
+		err = createNICDemo(ctx, cs)
+	} else {
+		err = createDemo(ctx, cs)
+	}
+	if err != nil {
 		return err
 	}
-	for _, name := range []string{"web", "api"} {
+	for _, name := range services {
 		ip, err := waitIngress(ctx, cs, DemoNamespace, name)
 		if err != nil {
 			return fmt.Errorf("service %s/%s got no ingress IP (see %s): %w", DemoNamespace, name, filepath.Join(logs, "controller.log"), err)
 		}
 		step("service %s/%s has ingress IP %s", DemoNamespace, name, ip)
+	}
+	if nic {
+		if err := waitNICMembers(ctx, env, len(nodes)); err != nil {
+			return fmt.Errorf("the %d VMs did not join the NIC-based pool (see %s): %w", len(nodes), filepath.Join(logs, "controller.log"), err)
+		}
+		step("the %d VMs are members of the NIC-based pool kubernetes/kubernetes", len(nodes))
 	}
 	step("sandbox ready")
 	return nil
@@ -147,13 +187,14 @@ func Up(ctx context.Context, o Options) error {
 
 // Down stops every process Up started and leaves the files in place.
 func Down(dir string) {
+	devenv.StopPIDFile(filepath.Join(dir, "azlb-node-agent.pid"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-controller-manager.pid"))
 	devenv.StopDetached(filepath.Join(dir, "kube"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))
 }
 
 func running(dir string) bool {
-	for _, f := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", filepath.Join("kube", "kube-apiserver.pid")} {
+	for _, f := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid")} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			continue
