@@ -33,7 +33,7 @@ type env struct {
 	pool   string
 }
 
-func newEnv(t *testing.T, batch int) *env {
+func newEnv(t testing.TB, batch int) *env {
 	t.Helper()
 	ctx := context.Background()
 	dev := testutil.StartEmulator(t, emulator.Options{}, nil)
@@ -71,7 +71,7 @@ func newEnv(t *testing.T, batch int) *env {
 }
 
 // members lists the pool's members (the owners of its ip configurations).
-func (e *env) members(t *testing.T) []string {
+func (e *env) members(t testing.TB) []string {
 	t.Helper()
 	p, err := e.ac.BackendPool.Get(context.Background(), devenv.ResourceGroup, "kubernetes", "kubernetes")
 	if err != nil {

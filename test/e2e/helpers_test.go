@@ -56,9 +56,10 @@ func writeConfig(t *testing.T, extra map[string]any) string {
 	return path
 }
 
-// startController runs the controller as the azlb ServiceAccount. It is
-// stopped (SIGTERM) when the test ends, unless the test killed it.
-func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *controller {
+// startController runs the controller as the azlb ServiceAccount, with
+// extra flags. It is stopped (SIGTERM) when the test ends, unless the test
+// killed it.
+func startController(t *testing.T, name, cloudConfig string, leaderElect bool, extra ...string) *controller {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -70,14 +71,14 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 		t.Fatal(err)
 	}
 	kc := suite.kube.ControllerKubeconfig
-	cmd := exec.Command(suite.ccmBinary,
+	cmd := exec.Command(suite.ccmBinary, append([]string{
 		"--cloud-config", cloudConfig,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--leader-elect="+strconv.FormatBool(leaderElect),
+		"--leader-elect=" + strconv.FormatBool(leaderElect),
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
 		"--secure-port", strconv.Itoa(port),
 		"--v=2",
-	)
+	}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/sandbox"
 	"github.com/azlb/azlb/internal/status"
 )
@@ -24,16 +25,18 @@ import (
 // The README's first command: everything starts, the demo Services get
 // their IPs, azlb status shows both load balancers and the Local Service's
 // dedicated pool, a taint shows as Down, and Down stops every process.
-func TestSandboxUpStatusDown(t *testing.T) {
-	ctx := context.Background()
+// sandboxBin builds the sandbox's own binaries (emulator and CLI) and links
+// the others into a bin directory.
+func sandboxBin(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "azlb-emulator"), "./cmd/azlb-emulator")
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/azlb-emulator", "./cmd/azlb")
 	build.Dir = suite.root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build emulator: %v\n%s", err, out)
+		t.Fatalf("build emulator and CLI: %v\n%s", err, out)
 	}
 	for name, from := range map[string]string{
 		"azlb-controller-manager": suite.ccmBinary,
@@ -44,24 +47,31 @@ func TestSandboxUpStatusDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return bin
+}
+
+// upSandbox starts a sandbox with a demo; it is stopped when the test ends.
+func upSandbox(t *testing.T, demo string) (sandbox.Options, *bytes.Buffer) {
+	t.Helper()
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), ".sandbox")
 	var out bytes.Buffer
-	opts := sandbox.Options{Dir: dir, BinDir: bin, RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Out: &out}
-	defer sandbox.Down(dir)
-	if err := sandbox.Up(ctx, opts); err != nil {
+	opts := sandbox.Options{Dir: dir, BinDir: sandboxBin(t), RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Demo: demo, Out: &out}
+	t.Cleanup(func() { sandbox.Down(dir) })
+	if err := sandbox.Up(context.Background(), opts); err != nil {
 		t.Fatalf("sandbox up: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "sandbox ready") {
-		t.Fatalf("no readiness line:\n%s", out.String())
-	}
-	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
-		t.Fatalf("a second sandbox up in the same directory: %v", err)
-	}
+	return opts, &out
+}
 
+// sandboxClients are ARM and Kubernetes clients for a running sandbox, and
+// a renderer of its azlb status.
+func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interface, func() string) {
+	t.Helper()
+	ctx := context.Background()
 	cfg, err := config.LoadFile(filepath.Join(dir, sandbox.AzureJSONFile))
 	if err != nil {
 		t.Fatalf("the sandbox's azure.json: %v", err)
@@ -70,7 +80,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer clients.Close()
+	t.Cleanup(clients.Close)
 	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, sandbox.KubeconfigFile))
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +97,21 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		}
 		return b.String()
 	}
+	return clients, cs, render
+}
+
+func TestSandboxUpStatusDown(t *testing.T) {
+	ctx := context.Background()
+	opts, out := upSandbox(t, "")
+	dir := opts.Dir
+	if !strings.Contains(out.String(), "sandbox ready") {
+		t.Fatalf("no readiness line:\n%s", out.String())
+	}
+	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("a second sandbox up in the same directory: %v", err)
+	}
+
+	_, cs, render := sandboxClients(t, dir)
 	first := render()
 	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
@@ -129,5 +154,64 @@ func setTaintsWith(t *testing.T, cs kubernetes.Interface, node, key string) {
 	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Effect: v1.TaintEffectNoExecute})
 	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The NIC demo: the emulated VMs are members of the NIC-based pool, azlb
+// status shows them by node with their admin state, and an ARM deallocate
+// of one shows it Down until it is started again.
+func TestSandboxNICDemo(t *testing.T) {
+	ctx := context.Background()
+	opts, out := upSandbox(t, sandbox.DemoNIC)
+	if !strings.Contains(out.String(), "the 5 VMs are members of the NIC-based pool") {
+		t.Fatalf("no membership line:\n%s", out.String())
+	}
+	clients, _, render := sandboxClients(t, opts.Dir)
+	first := render()
+	for _, want := range []string{"POOL kubernetes", "NIC-based", "aks-nic-000001", "aks-as-0", "nic:aks-as-0-nic/ipconfig1"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("status lacks %q:\n%s", want, first)
+		}
+	}
+	stateOf := func(node string) string {
+		for _, line := range strings.Split(render(), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && f[0] == node {
+				return f[2]
+			}
+		}
+		return ""
+	}
+	cfg, err := config.LoadFile(filepath.Join(opts.Dir, sandbox.AzureJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := devenv.NewCompute(clients, cfg.SubscriptionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := sandbox.ReadNodes(filepath.Join(opts.Dir, sandbox.NodesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Name != "aks-nic-000001" {
+			continue
+		}
+		if err := cmp.PowerAction(ctx, n.ProviderID, devenv.ActionDeallocate); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "aks-nic-000001 Down in azlb status", func(context.Context) (bool, error) {
+			return stateOf("aks-nic-000001") == "Down", nil
+		})
+		if err := cmp.PowerAction(ctx, n.ProviderID, devenv.ActionStart); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "aks-nic-000001 None in azlb status", func(context.Context) (bool, error) {
+			return stateOf("aks-nic-000001") == "None", nil
+		})
+	}
+	sandbox.Down(opts.Dir)
+	if _, err := os.Stat(filepath.Join(opts.Dir, "azlb-node-agent.pid")); err == nil {
+		t.Error("the node agent is left running after Down")
 	}
 }
