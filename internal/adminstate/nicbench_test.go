@@ -146,4 +146,3 @@ func BenchmarkNICCutoverLatency(b *testing.B) {
 	b.Logf("%d cutovers on a NIC-based pool of %d VMs: p50 %v p99 %v (bounds: p50 <= %v, p99 <= %v)", b.N, size, p50, p99,
 		2*benchLatency+10*time.Millisecond, 2*benchLatency+50*time.Millisecond)
 }
-

@@ -149,4 +149,3 @@ func runNodeAgents(t *testing.T, vms []devenv.NodeVM) func() {
 		}
 	}
 }
-
