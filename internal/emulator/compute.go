@@ -222,7 +222,7 @@ func (e *Emulator) getCompute(c *reqCtx, k *computeKind, key, name string, decor
 		decorate(tree, v, now)
 		body = mustMarshal(tree)
 	} else {
-		body = e.renderVersion(k.spec, v, ph).bytes
+		body = e.renderVersion(k.spec, v, ph).bytes()
 	}
 	etag := k.etag(v, ph)
 	e.mu.RUnlock()
@@ -271,7 +271,7 @@ func (e *Emulator) listCompute(c *reqCtx, k *computeKind, prefix string, less fu
 				continue
 			}
 			r := e.renderVersion(k.spec, en.cur, ph)
-			var t any = rawJSON(r.bytes)
+			var t any = rawJSON(r.bytes())
 			if decorate != nil {
 				tree := shallowCopy(r.tree)
 				decorate(tree, en.cur, now)

@@ -478,7 +478,7 @@ func (e *Emulator) renderVersion(k *kindSpec, v *version, ph phase) *rendered {
 	} else {
 		tree = renderTree(k, v.doc, v.etag, ph.String(), nil)
 	}
-	r := &rendered{tree: tree, bytes: mustMarshal(tree)}
+	r := &rendered{tree: tree}
 	v.cache[ph].Store(r)
 	return r
 }

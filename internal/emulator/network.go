@@ -87,7 +87,7 @@ func (e *Emulator) getResource(c *reqCtx, k *kindSpec) {
 	etag := v.etag
 	e.mu.RUnlock()
 	c.w.Header()["Etag"] = []string{etag}
-	writeJSON(c.w, http.StatusOK, r.bytes)
+	writeJSON(c.w, http.StatusOK, r.bytes())
 }
 
 func (e *Emulator) listResources(c *reqCtx, k *kindSpec) {
@@ -124,7 +124,7 @@ func (e *Emulator) listResources(c *reqCtx, k *kindSpec) {
 			if ph == phaseGone {
 				continue
 			}
-			items = append(items, item{strings.ToLower(g.name) + "/" + key, e.renderVersion(k, en.cur, ph).bytes})
+			items = append(items, item{strings.ToLower(g.name) + "/" + key, e.renderVersion(k, en.cur, ph).bytes()})
 		}
 	}
 	e.mu.RUnlock()
@@ -327,7 +327,7 @@ func (e *Emulator) patchResource(c *reqCtx, k *kindSpec) {
 		}
 	}
 	wc.replace(en, doc)
-	writeJSON(c.w, http.StatusOK, e.renderVersion(k, en.cur, en.cur.phaseAt(wc.now)).bytes)
+	writeJSON(c.w, http.StatusOK, e.renderVersion(k, en.cur, en.cur.phaseAt(wc.now)).bytes())
 }
 
 func (e *Emulator) deleteResource(c *reqCtx, k *kindSpec) {

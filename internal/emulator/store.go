@@ -92,8 +92,16 @@ type version struct {
 // rendered is a rendered resource document at one phase.
 type rendered struct {
 	tree     obj
-	bytes    []byte
+	once     sync.Once
+	encoded  []byte
 	children sync.Map // lower(collection)+"/"+lower(name) -> []byte
+}
+
+// bytes is the tree's JSON, encoded on first use (a child's read needs
+// only the child's).
+func (r *rendered) bytes() []byte {
+	r.once.Do(func() { r.encoded = mustMarshal(r.tree) })
+	return r.encoded
 }
 
 // phaseAt reports the provisioning phase of v at now.
