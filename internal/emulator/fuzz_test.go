@@ -87,15 +87,18 @@ func FuzzARMPath(f *testing.F) {
 	f.Add("/subscriptions/" + testSub + "/providers/Microsoft.Network/locations/eastus/operations/x")
 	f.Add("/subscriptions/" + testSub + "/operationresults/eyJ4Ijoi")
 	f.Add("/subscriptions//resourcegroups")
+	f.Add("/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0/networkInterfaces/nic/ipConfigurations/c")
+	f.Add("/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm/deallocate")
 	h := seedHandler(f)
 	f.Fuzz(func(t *testing.T, p string) {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?# \t\r\n%") {
 			return
 		}
-		for _, v := range []string{NetworkAPIVersion, ResourcesAPIVersion} {
+		for _, v := range []string{NetworkAPIVersion, ResourcesAPIVersion, ComputeAPIVersion, VMSSNICAPIVersion} {
 			checkNoServerError(t, http.MethodGet, p+"?api-version="+v, "", h)
 			checkNoServerError(t, http.MethodPut, p+"?api-version="+v, `{"location":"eastus"}`, h)
 			checkNoServerError(t, http.MethodDelete, p+"?api-version="+v, "", h)
+			checkNoServerError(t, http.MethodPost, p+"?api-version="+v, "", h)
 		}
 	})
 }
@@ -136,5 +139,40 @@ func FuzzParseJSON(f *testing.F) {
 				t.Fatalf("%q: appendJSON = %s; encoding/json = %s", doc, b, want)
 			}
 		}
+	})
+}
+
+func computePath(rg, rest string) string {
+	return "/subscriptions/" + testSub + "/resourceGroups/" + rg + "/providers/Microsoft.Compute/" + rest + "?api-version=" + ComputeAPIVersion
+}
+
+// FuzzComputePUT: arbitrary bodies PUT to a scale set (new and existing),
+// a scale set VM, a VM and an availability set never cause a 5xx or a
+// non-JSON answer, and leave the resources, the NICs and the pool they may
+// reference readable.
+func FuzzComputePUT(f *testing.F) {
+	pool := netID("rg", "loadBalancers", "lb") + "/backendAddressPools/pool"
+	subnet := netID("rg", "virtualNetworks", "vnet") + "/subnets/nodes"
+	nicCfg := `"networkProfile":{"networkInterfaceConfigurations":[{"name":"nic","properties":{"primary":true,"ipConfigurations":[{"name":"ipconfig1","properties":{"subnet":{"id":"` + subnet + `"},"loadBalancerBackendAddressPools":[{"id":"` + pool + `"}]}}]}}]}`
+	vmss := `{"location":"eastus","sku":{"name":"Standard_D2s_v3","capacity":2},"properties":{"upgradePolicy":{"mode":"Manual"},"virtualMachineProfile":{"osProfile":{"computerNamePrefix":"ss"},` + nicCfg + `}}}`
+	f.Add(uint8(0), vmss)
+	f.Add(uint8(1), vmss)
+	f.Add(uint8(1), `{"location":"eastus","sku":{"capacity":-1},"properties":{"orchestrationMode":"Flexible"}}`)
+	f.Add(uint8(2), `{"location":"eastus","properties":{`+nicCfg+`}}`)
+	f.Add(uint8(2), `{"properties":{"networkProfileConfiguration":{"networkInterfaceConfigurations":[{"name":"nic","properties":{"ipConfigurations":[{"name":"ipconfig1","properties":{"loadBalancerBackendAddressPools":[{"id":7}]}}]}}]}}}`)
+	f.Add(uint8(3), `{"location":"eastus","properties":{"availabilitySet":{"id":"x"},"networkProfile":{"networkInterfaces":[{"id":"`+netID("rg", "networkInterfaces", "nope")+`"}]}}}`)
+	f.Add(uint8(4), `{"location":"eastus","sku":{"name":"Aligned"},"properties":{"platformFaultDomainCount":"2"}}`)
+	f.Add(uint8(0), `null`)
+	h := seedHandler(f)
+	h.mustDo(f, 201, http.MethodPut, computePath("rg", "virtualMachineScaleSets/ss"), strings.Replace(vmss, `,"loadBalancerBackendAddressPools":[{"id":"`+pool+`"}]`, "", 1))
+	paths := []string{"virtualMachineScaleSets/fz", "virtualMachineScaleSets/ss", "virtualMachineScaleSets/ss/virtualMachines/0",
+		"virtualMachines/fz", "availabilitySets/fz"}
+	f.Fuzz(func(t *testing.T, which uint8, body string) {
+		p := computePath("rg", paths[int(which)%len(paths)])
+		checkNoServerError(t, http.MethodPut, p, body, h)
+		checkNoServerError(t, http.MethodGet, p, "", h)
+		checkNoServerError(t, http.MethodGet, computePath("rg", "virtualMachineScaleSets/ss/virtualMachines"), "", h)
+		checkNoServerError(t, http.MethodGet, netPath("rg", "networkInterfaces", ""), "", h)
+		checkNoServerError(t, http.MethodGet, strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1), "", h)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
@@ -240,4 +241,70 @@ func mustRef(t *testing.T, providerID string) names.VMRef {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// deletingScaleSets reports every scale set as being deleted, as ARM shows
+// one for the duration of its DELETE.
+type deletingScaleSets struct{ azure.ScaleSetClient }
+
+func markDeleting(s *armcompute.VirtualMachineScaleSet) {
+	if s.Properties == nil {
+		s.Properties = &armcompute.VirtualMachineScaleSetProperties{}
+	}
+	s.Properties.ProvisioningState = to.Ptr("Deleting")
+}
+
+func (d deletingScaleSets) Get(ctx context.Context, rg, name string) (*armcompute.VirtualMachineScaleSet, error) {
+	s, err := d.ScaleSetClient.Get(ctx, rg, name)
+	if err == nil {
+		markDeleting(s)
+	}
+	return s, err
+}
+
+func (d deletingScaleSets) List(ctx context.Context, rg string) ([]*armcompute.VirtualMachineScaleSet, error) {
+	sets, err := d.ScaleSetClient.List(ctx, rg)
+	for _, s := range sets {
+		markDeleting(s)
+	}
+	return sets, err
+}
+
+// TestEnsureMembersSkipsADeletingScaleSet: the VMs of a scale set being
+// deleted are skipped, each with an event; nothing is written.
+func TestEnsureMembersSkipsADeletingScaleSet(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx := context.Background()
+	vmss, err := e.cmp.CreateScaleSet(ctx, "pool1", 2, devenv.ScaleSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := deletingScaleSets{e.ac.ScaleSet}
+	inv, err := compute.New(compute.Options{
+		Clients:        compute.Clients{ScaleSets: sets, ScaleSetVMs: e.ac.ScaleSetVM, VMs: e.ac.VM, Interfaces: e.ac.Interface},
+		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &testutil.EventLog{}
+	w, err := nicpool.New(nicpool.Options{Inventory: inv, ScaleSets: sets, ScaleSetVMs: e.ac.ScaleSetVM, Interfaces: e.ac.Interface,
+		ResourceGroup: devenv.ResourceGroup, Recorder: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.dev.Emulator().ResetRequests()
+	res, err := w.EnsureMembers(ctx, nicpool.Pool{ID: e.pool, Family: v1.IPv4Protocol}, []*v1.Node{nodeOf(vmss[0]), nodeOf(vmss[1])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Writes != 0 || e.writes() != 0 || len(res.Members) != 0 || len(e.members(t)) != 0 {
+		t.Fatalf("writes %d/%d, members %v / %v: want none", res.Writes, e.writes(), res.Members, e.members(t))
+	}
+	for _, vm := range vmss {
+		if !strings.Contains(res.Skipped[vm.Name], "being deleted") || len(e.events.Find(vm.Name, nicpool.EventReasonSkipped)) != 0 ||
+			len(events.Find(vm.Name, nicpool.EventReasonSkipped)) != 1 {
+			t.Fatalf("%s: skipped %q, events %v", vm.Name, res.Skipped[vm.Name], events.All())
+		}
+	}
 }
