@@ -32,7 +32,7 @@ OUT             := $(CURDIR)/_out
 IMAGE_TOOL       = $(GO) -C hack/tools/image
 
 .PHONY: help build tools test test-unit test-e2e test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
-	image image-binaries push update-dependencies
+	image image-binaries push manifests update-dependencies
 
 help: ## show this help
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -68,8 +68,16 @@ test-image: image ## build the images, check them (user, entrypoint, platforms, 
 	$(IMAGE_TOOL) test $(TEST_FLAGS) ./...
 	AZLB_IMAGE_DIR=$(OUT)/images AZLB_IMAGE_TAG=$(IMAGE_TAG) AZLB_IMAGE_VERSION=$(VERSION) $(GO) test $(TEST_FLAGS) ./test/image/
 
+test-chart: ## helm lint and helm template of deploy/helm/azlb, asserted; deploy/rbac.yaml is its rendering
+	./hack/build-tools.sh helm
+	$(GO) test $(TEST_FLAGS) ./test/chart/
+
+manifests: ## regenerate deploy/rbac.yaml from the chart
+	./hack/build-tools.sh helm
+	./hack/render-rbac.sh > deploy/rbac.yaml
+
 test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + etcd + the emulator
-	./hack/build-tools.sh kube-apiserver etcd
+	./hack/build-tools.sh kube-apiserver etcd helm
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
 bench: ## benchmarks (emulator throughput, client overhead, controller figures)
