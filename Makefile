@@ -72,6 +72,9 @@ test-chart: ## helm lint and helm template of deploy/helm/azlb, asserted; deploy
 	./hack/build-tools.sh helm
 	$(GO) test $(TEST_FLAGS) ./test/chart/
 
+update-dependencies: ## upgrade Go dependencies and the tool modules under hack/tools, tidy, verify, build
+	./hack/update-dependencies.sh
+
 manifests: ## regenerate deploy/rbac.yaml from the chart
 	./hack/build-tools.sh helm
 	./hack/render-rbac.sh > deploy/rbac.yaml
