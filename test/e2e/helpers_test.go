@@ -33,6 +33,8 @@ type controller struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  string
+	// port serves /healthz and /metrics on 127.0.0.1.
+	port int
 }
 
 // writeConfig writes an azure.json for the emulator with extra fields.
@@ -91,7 +93,7 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &controller{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	c := &controller{name: name, cmd: cmd, done: make(chan struct{}), log: logPath, port: port}
 	go func() {
 		_ = cmd.Wait()
 		_ = logf.Close()

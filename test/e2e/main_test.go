@@ -67,10 +67,14 @@ func run(m *testing.M) int {
 	return code
 }
 
+// e2eVersion is the version the suite stamps into the controller.
+const e2eVersion = "v0.0.0-e2e"
+
 func setup() error {
 	ctx := context.Background()
 	suite.ccmBinary = filepath.Join(suite.work, "azlb-controller-manager")
-	args := []string{"build", "-o", suite.ccmBinary}
+	// Stamped as make build stamps it, with a version the tests look for.
+	args := []string{"build", "-o", suite.ccmBinary, "-ldflags", "-X k8s.io/component-base/version.gitVersion=" + e2eVersion}
 	if os.Getenv("AZLB_E2E_RACE") != "" {
 		args = append(args, "-race") // make test-e2e runs the controller with the race detector
 	}
