@@ -18,6 +18,7 @@ import (
 
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/emulator/replay"
+	"github.com/azlb/azlb/internal/version"
 )
 
 func main() {
@@ -75,10 +76,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	window := fs.Duration("write-budget-window", emulator.DefaultWriteBudgetWindow, "refill window of the write budget")
 	v4 := fs.String("public-ipv4-cidr", emulator.DefaultPublicIPv4CIDR, "range public IPv4 addresses are allocated from")
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("azlb-emulator"))
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "azlb-emulator: unexpected argument %q (subcommands: replay)\n", fs.Arg(0))
