@@ -218,7 +218,7 @@ func (e *Emulator) getCompute(c *reqCtx, k *computeKind, key, name string, decor
 	ph := v.phaseAt(now)
 	var body []byte
 	if decorate != nil {
-		tree := shallowCopy(e.renderVersion(k.spec, v, ph).tree)
+		tree := shallowCopy(e.renderVersion(k.spec, v, ph).tree())
 		decorate(tree, v, now)
 		body = mustMarshal(tree)
 	} else {
@@ -273,7 +273,7 @@ func (e *Emulator) listCompute(c *reqCtx, k *computeKind, prefix string, less fu
 			r := e.renderVersion(k.spec, en.cur, ph)
 			var t any = rawJSON(r.bytes())
 			if decorate != nil {
-				tree := shallowCopy(r.tree)
+				tree := shallowCopy(r.tree())
 				decorate(tree, en.cur, now)
 				t = tree
 			}

@@ -2,6 +2,9 @@ package emulator
 
 import (
 	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +32,32 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		_, werr := json.Marshal(json.Number(n))
 		if _, gerr := appendJSON(nil, map[string]any{"n": json.Number(n)}); gerr == nil || werr == nil {
 			t.Errorf("number %q: encoding/json err=%v, appendJSON err=%v; want both to fail", n, werr, gerr)
+		}
+	}
+}
+
+// TestPoolWriteAnswerIsWhatReadsReturn: a pool PUT's answer is cached as
+// the pool's reads; it must be what the pool is as part of its load
+// balancer (rendered from the stored document), and the PUT's answer
+// itself.
+func TestPoolWriteAnswerIsWhatReadsReturn(t *testing.T) {
+	h := seedHandler(t)
+	vnet := netID("rg", "virtualNetworks", "vnet")
+	path := strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1)
+	for i, state := range []string{"None", "Down", "None"} {
+		body := `{"properties":{"loadBalancerBackendAddresses":[{"name":"a","properties":{"ipAddress":"10.0.0.4","virtualNetwork":{"id":"` + vnet + `"},"adminState":"` + state + `"}},` +
+			`{"name":"b","properties":{"ipAddress":"10.0.0.5","virtualNetwork":{"id":"` + vnet + `"}}}]}}`
+		put := h.mustDo(t, 200, http.MethodPut, path, body)
+		got := h.mustDo(t, 200, http.MethodGet, path, "")
+		lb := h.mustDo(t, 200, http.MethodGet, netPath("rg", "loadBalancers", "lb"), "")
+		var inLB any
+		for _, p := range lb["properties"].(map[string]any)["backendAddressPools"].([]any) {
+			if p.(map[string]any)["name"] == "pool" {
+				inLB = p
+			}
+		}
+		if !reflect.DeepEqual(got, inLB) || !reflect.DeepEqual(got, put) {
+			t.Fatalf("write %d: pool read\n%v\nPUT answer\n%v\nin its load balancer\n%v", i, got, put, inLB)
 		}
 	}
 }

@@ -472,14 +472,15 @@ func (e *Emulator) renderVersion(k *kindSpec, v *version, ph phase) *rendered {
 	if r := v.cache[ph].Load(); r != nil {
 		return r
 	}
-	var tree obj
-	if k.render != nil {
-		tree = k.render(v, ph)
-	} else {
-		tree = renderTree(k, v.doc, v.etag, ph.String(), nil)
+	r := &rendered{build: func() obj {
+		if k.render != nil {
+			return k.render(v, ph)
+		}
+		return renderTree(k, v.doc, v.etag, ph.String(), nil)
+	}}
+	if !v.cache[ph].CompareAndSwap(nil, r) {
+		return v.cache[ph].Load()
 	}
-	r := &rendered{tree: tree}
-	v.cache[ph].Store(r)
 	return r
 }
 
@@ -490,13 +491,19 @@ func (e *Emulator) renderChildBytes(k *kindSpec, v *version, ph phase, key, name
 	if b, ok := r.children.Load(ck); ok {
 		return b.([]byte)
 	}
-	ch := findChild(propsOf(r.tree), key, name)
+	ch := findChild(propsOf(r.tree()), key, name)
 	if ch == nil {
 		return nil
 	}
 	b := mustMarshal(ch)
 	r.children.Store(ck, b)
 	return b
+}
+
+// cacheChild records a child's rendering at phase ph (a write's answer) as
+// what reads of that child will answer, so they render nothing.
+func (e *Emulator) cacheChild(k *kindSpec, v *version, ph phase, key, name string, b []byte) {
+	e.renderVersion(k, v, ph).children.Store(strings.ToLower(key)+"/"+strings.ToLower(name), b)
 }
 
 // rawJSON embeds pre-encoded JSON in a marshalled value.

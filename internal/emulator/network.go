@@ -431,7 +431,7 @@ func (e *Emulator) listChildren(c *reqCtx, k *kindSpec, cs *collSpec) {
 		return
 	}
 	r := e.renderVersion(k, v, v.phaseAt(now))
-	arr, _ := propsOf(r.tree)[cs.key].([]any)
+	arr, _ := propsOf(r.tree())[cs.key].([]any)
 	body := mustMarshal(obj{"value": append([]any{}, arr...)})
 	e.mu.RUnlock()
 	writeJSON(c.w, http.StatusOK, body)
@@ -508,6 +508,9 @@ func (e *Emulator) putChild(c *reqCtx, k *kindSpec, cs *collSpec) {
 
 	ph := e.responsePhase(c, op, idx < 0, &kindSpec{}, wc.now)
 	tree := renderOneChild(k, doc, cs.key, child, nv.etag, ph.String())
+	// The answer is what a read of the child at this phase returns: when a
+	// read now would see this phase, it is cached for the reads to come.
+	cacheable := ph == nv.phaseAt(wc.now)
 	e.mu.Unlock()
 	locked = false
 	c.writeAccepted(op, !k.noAsyncOnPut, false)
@@ -515,7 +518,13 @@ func (e *Emulator) putChild(c *reqCtx, k *kindSpec, cs *collSpec) {
 	if idx < 0 {
 		status = http.StatusCreated
 	}
-	writeJSONTree(c.w, status, tree)
+	if !cacheable {
+		writeJSONTree(c.w, status, tree)
+		return
+	}
+	b := mustMarshal(tree)
+	e.cacheChild(k, nv, ph, cs.key, c.rt.childName, b)
+	writeJSON(c.w, status, b)
 }
 
 func (e *Emulator) deleteChild(c *reqCtx, k *kindSpec, cs *collSpec) {

@@ -91,16 +91,25 @@ type version struct {
 
 // rendered is a rendered resource document at one phase.
 type rendered struct {
-	tree     obj
+	build    func() obj
+	treeOnce sync.Once
+	t        obj
 	once     sync.Once
 	encoded  []byte
 	children sync.Map // lower(collection)+"/"+lower(name) -> []byte
 }
 
+// tree is the rendered document, rendered on first use (a child's read
+// answered from children needs none).
+func (r *rendered) tree() obj {
+	r.treeOnce.Do(func() { r.t = r.build() })
+	return r.t
+}
+
 // bytes is the tree's JSON, encoded on first use (a child's read needs
 // only the child's).
 func (r *rendered) bytes() []byte {
-	r.once.Do(func() { r.encoded = mustMarshal(r.tree) })
+	r.once.Do(func() { r.encoded = mustMarshal(r.tree()) })
 	return r.encoded
 }
 
