@@ -132,7 +132,7 @@ func nodeAgent(ctx context.Context, args []string) error {
 	}
 	defer clients.Close()
 	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: clients.ScaleSet, ScaleSetVMs: clients.ScaleSetVM, VMs: clients.VM, Interfaces: clients.Interface},
+		Clients:        compute.ClientsOf(clients),
 		SubscriptionID: cfg.SubscriptionID, ResourceGroup: cfg.ResourceGroup,
 	})
 	if err != nil {

@@ -93,13 +93,7 @@ func benchNICCutover(b *testing.B, size int, nic bool) {
 		objs = append(objs, n)
 		nodes = append(nodes, n)
 	}
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: clients.ScaleSet, ScaleSetVMs: clients.ScaleSetVM, VMs: clients.VM, Interfaces: clients.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	inv := testutil.Inventory(b, compute.ClientsOf(clients), nil)
 	var members adminstate.NodeMembers
 	if nic {
 		joinNICPool(ctx, b, inv, clients, lbRef, nodes)

@@ -108,13 +108,7 @@ func fromScaleSetVM(ref names.VMRef, vm *armcompute.VirtualMachineScaleSetVM) *I
 	if p == nil {
 		return inst
 	}
-	inst.ProvisioningState = ptr.Deref(p.ProvisioningState, "")
-	if p.HardwareProfile != nil && p.HardwareProfile.VMSize != nil {
-		inst.VMSize = string(*p.HardwareProfile.VMSize)
-	}
-	if p.OSProfile != nil {
-		inst.ComputerName = strings.ToLower(ptr.Deref(p.OSProfile.ComputerName, ""))
-	}
+	inst.setCommon(p.ProvisioningState, p.HardwareProfile, p.OSProfile)
 	if p.InstanceView != nil {
 		inst.PowerState = powerState(p.InstanceView.Statuses)
 		if inst.ComputerName == "" {
@@ -139,6 +133,18 @@ func fromScaleSetVM(ref names.VMRef, vm *armcompute.VirtualMachineScaleSetVM) *I
 	return inst
 }
 
+// setCommon fills what scale set VMs and VMs share: provisioning state,
+// size and computer name.
+func (inst *Instance) setCommon(provisioning *string, hw *armcompute.HardwareProfile, os *armcompute.OSProfile) {
+	inst.ProvisioningState = ptr.Deref(provisioning, "")
+	if hw != nil && hw.VMSize != nil {
+		inst.VMSize = string(*hw.VMSize)
+	}
+	if os != nil {
+		inst.ComputerName = strings.ToLower(ptr.Deref(os.ComputerName, ""))
+	}
+}
+
 // fromVM converts a listed virtual machine.
 func fromVM(ref names.VMRef, vm *armcompute.VirtualMachine) *Instance {
 	inst := &Instance{Ref: ref, ID: ptr.Deref(vm.ID, ref.ID()), VM: vm, Location: ptr.Deref(vm.Location, "")}
@@ -149,13 +155,7 @@ func fromVM(ref names.VMRef, vm *armcompute.VirtualMachine) *Instance {
 	if p == nil {
 		return inst
 	}
-	inst.ProvisioningState = ptr.Deref(p.ProvisioningState, "")
-	if p.HardwareProfile != nil && p.HardwareProfile.VMSize != nil {
-		inst.VMSize = string(*p.HardwareProfile.VMSize)
-	}
-	if p.OSProfile != nil {
-		inst.ComputerName = strings.ToLower(ptr.Deref(p.OSProfile.ComputerName, ""))
-	}
+	inst.setCommon(p.ProvisioningState, p.HardwareProfile, p.OSProfile)
 	if p.InstanceView != nil {
 		inst.PowerState = powerState(p.InstanceView.Statuses)
 	}

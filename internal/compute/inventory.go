@@ -46,6 +46,11 @@ type Clients struct {
 	Interfaces  azure.InterfaceClient
 }
 
+// ClientsOf takes the Inventory's clients from a set of azure clients.
+func ClientsOf(c *azure.Clients) Clients {
+	return Clients{ScaleSets: c.ScaleSet, ScaleSetVMs: c.ScaleSetVM, VMs: c.VM, Interfaces: c.Interface}
+}
+
 // Options configure an Inventory. Clients, SubscriptionID and ResourceGroup
 // are required.
 type Options struct {

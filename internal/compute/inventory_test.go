@@ -37,13 +37,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(c.Close)
 	clk := clocktesting.NewFakeClock(time.Now())
 	ac := testutil.Clients(t, dev, azure.ClientOptions{Source: "test"})
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: ac.ScaleSet, ScaleSetVMs: ac.ScaleSetVM, VMs: ac.VM, Interfaces: ac.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Clock: clk,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := testutil.Inventory(t, compute.ClientsOf(ac), clk)
 	return &env{dev: dev, c: c, clk: clk, inv: inv}
 }
 

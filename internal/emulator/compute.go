@@ -197,21 +197,32 @@ func (e *Emulator) readComputeGroup(c *reqCtx, now time.Time) *group {
 	return g
 }
 
-// getCompute answers a GET of the entry at key; name is what the URL
-// called it (for the 404).
-func (e *Emulator) getCompute(c *reqCtx, k *computeKind, key, name string, decorate func(obj, *version, time.Time)) {
+// readComputeEntry takes the read lock and finds the live entry at key.
+// When the group or the entry is missing it answers 404 (the entry as
+// resource type full named name), releases the lock and returns ok false;
+// otherwise the caller holds the read lock.
+func (e *Emulator) readComputeEntry(c *reqCtx, key, full, name string) (g *group, en *entry, now time.Time, ok bool) {
 	e.mu.RLock()
-	now := e.clock.Now()
-	g := e.readComputeGroup(c, now)
-	if g == nil {
+	now = e.clock.Now()
+	if g = e.readComputeGroup(c, now); g == nil {
 		e.mu.RUnlock()
-		return
+		return nil, nil, now, false
 	}
-	en := g.resources[key]
+	en = g.resources[key]
 	if en == nil || en.cur == nil || en.cur.phaseAt(now) == phaseGone {
 		rg := g.name
 		e.mu.RUnlock()
-		writeARMError(c.w, errResourceNotFound(k.full, name, rg))
+		writeARMError(c.w, errResourceNotFound(full, name, rg))
+		return nil, nil, now, false
+	}
+	return g, en, now, true
+}
+
+// getCompute answers a GET of the entry at key; name is what the URL
+// called it (for the 404).
+func (e *Emulator) getCompute(c *reqCtx, k *computeKind, key, name string, decorate func(obj, *version, time.Time)) {
+	_, en, now, ok := e.readComputeEntry(c, key, k.full, name)
+	if !ok {
 		return
 	}
 	v := en.cur

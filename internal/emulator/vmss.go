@@ -669,18 +669,8 @@ func onDeleteVMSS(wc *writeCtx, v *version, op *operation) {
 
 // getInstanceView answers .../instanceView of a VM or scale set VM.
 func (e *Emulator) getInstanceView(c *reqCtx, k *computeKind, key, name string, scaleSet bool) {
-	e.mu.RLock()
-	now := e.clock.Now()
-	g := e.readComputeGroup(c, now)
-	if g == nil {
-		e.mu.RUnlock()
-		return
-	}
-	en := g.resources[key]
-	if en == nil || en.cur == nil || en.cur.phaseAt(now) == phaseGone {
-		rg := g.name
-		e.mu.RUnlock()
-		writeARMError(c.w, errResourceNotFound(k.full, name, rg))
+	_, en, now, ok := e.readComputeEntry(c, key, k.full, name)
+	if !ok {
 		return
 	}
 	v := en.cur

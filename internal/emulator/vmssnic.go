@@ -60,17 +60,8 @@ func instanceNICs(v *version) []obj {
 // listScaleSetNICs answers the network interfaces of every VM of a scale
 // set (instance "") or of one.
 func (e *Emulator) listScaleSetNICs(c *reqCtx, instance string) {
-	e.mu.RLock()
-	now := e.clock.Now()
-	g := e.readComputeGroup(c, now)
-	if g == nil {
-		e.mu.RUnlock()
-		return
-	}
-	if en := g.resources[resourceKey(typeVMSS, c.rt.name)]; en == nil || en.cur == nil || en.cur.phaseAt(now) == phaseGone {
-		rg := g.name
-		e.mu.RUnlock()
-		writeARMError(c.w, errResourceNotFound(fullVMSS, c.rt.name, rg))
+	g, _, now, ok := e.readComputeEntry(c, resourceKey(typeVMSS, c.rt.name), fullVMSS, c.rt.name)
+	if !ok {
 		return
 	}
 	prefix := "vmssvm/" + strings.ToLower(c.rt.name) + "/"
@@ -110,18 +101,8 @@ func (e *Emulator) serveInstanceNIC(c *reqCtx) {
 		writeARMError(c.w, errBadPath(c.r.URL.Path))
 		return
 	}
-	e.mu.RLock()
-	now := e.clock.Now()
-	g := e.readComputeGroup(c, now)
-	if g == nil {
-		e.mu.RUnlock()
-		return
-	}
-	en := g.resources[vmssVMKey(c.rt.name, c.rt.childName)]
-	if en == nil || en.cur == nil || en.cur.phaseAt(now) == phaseGone {
-		rg := g.name
-		e.mu.RUnlock()
-		writeARMError(c.w, errResourceNotFound(fullVMSS, c.rt.name+"/virtualMachines/"+c.rt.childName, rg))
+	_, en, _, ok := e.readComputeEntry(c, vmssVMKey(c.rt.name, c.rt.childName), fullVMSS, c.rt.name+"/virtualMachines/"+c.rt.childName)
+	if !ok {
 		return
 	}
 	vmID := stringOf(en.cur.doc["id"])

@@ -133,40 +133,42 @@ func poolIDs(refs []*armnetwork.BackendAddressPool) []string {
 	return out
 }
 
-// withoutPools drops the listed pools from a scale set ip configuration's
-// pools; it reports whether it dropped any.
+// withoutScaleSetPools drops the listed pools (lower-cased ids) from a
+// scale set ip configuration's pools; it reports whether it dropped any.
 func withoutScaleSetPools(ic *armcompute.VirtualMachineScaleSetIPConfiguration, pools map[string]bool) bool {
 	if ic == nil || ic.Properties == nil {
 		return false
 	}
-	kept := ic.Properties.LoadBalancerBackendAddressPools[:0]
-	dropped := false
-	for _, r := range ic.Properties.LoadBalancerBackendAddressPools {
-		if r != nil && pools[strings.ToLower(ptr.Deref(r.ID, ""))] {
-			dropped = true
-			continue
-		}
-		kept = append(kept, r)
-	}
-	ic.Properties.LoadBalancerBackendAddressPools = kept
+	var dropped bool
+	ic.Properties.LoadBalancerBackendAddressPools, dropped = withoutRefs(ic.Properties.LoadBalancerBackendAddressPools,
+		func(r *armcompute.SubResource) *string { return r.ID }, pools)
 	return dropped
 }
 
+// withoutNICPools is withoutScaleSetPools for a NIC's ip configuration.
 func withoutNICPools(ic *armnetwork.InterfaceIPConfiguration, pools map[string]bool) bool {
 	if ic == nil || ic.Properties == nil {
 		return false
 	}
-	kept := ic.Properties.LoadBalancerBackendAddressPools[:0]
+	var dropped bool
+	ic.Properties.LoadBalancerBackendAddressPools, dropped = withoutRefs(ic.Properties.LoadBalancerBackendAddressPools,
+		func(r *armnetwork.BackendAddressPool) *string { return r.ID }, pools)
+	return dropped
+}
+
+// withoutRefs drops, in place, the references whose lower-cased id is in
+// pools; it reports whether it dropped any.
+func withoutRefs[T any](refs []*T, id func(*T) *string, pools map[string]bool) ([]*T, bool) {
+	kept := refs[:0]
 	dropped := false
-	for _, r := range ic.Properties.LoadBalancerBackendAddressPools {
-		if r != nil && pools[strings.ToLower(ptr.Deref(r.ID, ""))] {
+	for _, r := range refs {
+		if r != nil && pools[strings.ToLower(ptr.Deref(id(r), ""))] {
 			dropped = true
 			continue
 		}
 		kept = append(kept, r)
 	}
-	ic.Properties.LoadBalancerBackendAddressPools = kept
-	return dropped
+	return kept, dropped
 }
 
 func addScaleSetPool(ic *armcompute.VirtualMachineScaleSetIPConfiguration, poolID string) {

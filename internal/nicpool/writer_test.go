@@ -44,13 +44,7 @@ func newEnv(t testing.TB, batch int) *env {
 	}
 	t.Cleanup(cmp.Close)
 	ac := testutil.Clients(t, dev, azure.ClientOptions{Source: "test"})
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: ac.ScaleSet, ScaleSetVMs: ac.ScaleSetVM, VMs: ac.VM, Interfaces: ac.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := testutil.Inventory(t, compute.ClientsOf(ac), nil)
 	events := &testutil.EventLog{}
 	w, err := nicpool.New(nicpool.Options{Inventory: inv, ScaleSets: ac.ScaleSet, ScaleSetVMs: ac.ScaleSetVM, Interfaces: ac.Interface,
 		ResourceGroup: devenv.ResourceGroup, BatchSize: batch, Recorder: events})
@@ -280,13 +274,7 @@ func TestEnsureMembersSkipsADeletingScaleSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	sets := deletingScaleSets{e.ac.ScaleSet}
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: sets, ScaleSetVMs: e.ac.ScaleSetVM, VMs: e.ac.VM, Interfaces: e.ac.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := testutil.Inventory(t, compute.Clients{ScaleSets: sets, ScaleSetVMs: e.ac.ScaleSetVM, VMs: e.ac.VM, Interfaces: e.ac.Interface}, nil)
 	events := &testutil.EventLog{}
 	w, err := nicpool.New(nicpool.Options{Inventory: inv, ScaleSets: sets, ScaleSetVMs: e.ac.ScaleSetVM, Interfaces: e.ac.Interface,
 		ResourceGroup: devenv.ResourceGroup, Recorder: events})

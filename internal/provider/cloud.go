@@ -108,7 +108,7 @@ func (d *storeDecoupler) Decouple(ctx context.Context, lb *armnetwork.LoadBalanc
 // resource group, listings kept vmCacheTTLInSeconds.
 func NewInventory(cfg *config.Config, clients *azure.Clients) (*compute.Inventory, error) {
 	return compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: clients.ScaleSet, ScaleSetVMs: clients.ScaleSetVM, VMs: clients.VM, Interfaces: clients.Interface},
+		Clients:        compute.ClientsOf(clients),
 		SubscriptionID: cfg.SubscriptionID, ResourceGroup: cfg.ResourceGroup,
 		TTL: time.Duration(cfg.VMCacheTTLInSeconds) * time.Second,
 	})

@@ -55,13 +55,7 @@ func BenchmarkInstanceMetadata(b *testing.B) {
 	}
 	clients := testutil.Clients(b, env, azure.ClientOptions{Source: "bench"})
 	clk := clocktesting.NewFakeClock(time.Now())
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: clients.ScaleSet, ScaleSetVMs: clients.ScaleSetVM, VMs: clients.VM, Interfaces: clients.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Clock: clk,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	inv := testutil.Inventory(b, compute.ClientsOf(clients), clk)
 	inst := NewInstances(inv, 0)
 	env.Emulator().SetLatency(25 * time.Millisecond)
 	env.Emulator().ResetRequests()

@@ -36,13 +36,7 @@ func TestInstancesV2FollowTheVMs(t *testing.T) {
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
 	ac := testutil.Clients(t, dev, azure.ClientOptions{Source: "test"})
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: ac.ScaleSet, ScaleSetVMs: ac.ScaleSetVM, VMs: ac.VM, Interfaces: ac.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Clock: clk,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := testutil.Inventory(t, compute.ClientsOf(ac), clk)
 	inst := NewInstances(inv, 0)
 	withID := func(name, providerID string) *v1.Node {
 		n := testutil.Node(name)

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/clock"
+
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
@@ -76,4 +79,16 @@ func Clients(t testing.TB, env *devenv.Env, o azure.ClientOptions) *azure.Client
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// Inventory is a VM inventory of the emulated cluster (devenv's
+// subscription and resource group) reading through clients; clk nil means
+// the real clock.
+func Inventory(t testing.TB, clients compute.Clients, clk clock.PassiveClock) *compute.Inventory {
+	t.Helper()
+	inv, err := compute.New(compute.Options{Clients: clients, SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Clock: clk})
+	if err != nil {
+		t.Fatalf("compute.New: %v", err)
+	}
+	return inv
 }

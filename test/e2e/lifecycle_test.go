@@ -14,6 +14,7 @@ import (
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/nodeagent"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // The whole node lifecycle through the real binaries: nodes are VMs of a
@@ -122,13 +123,7 @@ func hasTaint(n *v1.Node, key string) bool {
 func runNodeAgents(t *testing.T, vms []devenv.NodeVM) func() {
 	t.Helper()
 	clients := arm(t)
-	inv, err := compute.New(compute.Options{
-		Clients:        compute.Clients{ScaleSets: clients.ScaleSet, ScaleSetVMs: clients.ScaleSetVM, VMs: clients.VM, Interfaces: clients.Interface},
-		SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := testutil.Inventory(t, compute.ClientsOf(clients), nil)
 	var nodes []nodeagent.Node
 	for _, vm := range vms {
 		nodes = append(nodes, nodeagent.Node{Name: vm.Name, ProviderID: vm.ProviderID, IPs: vm.IPs})
