@@ -3,6 +3,7 @@ package azure
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -328,6 +329,13 @@ func encodePool(p *armnetwork.BackendAddressPool) ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// ipConfigHasNull reports whether a backendIPConfigurations element holds
+// a NullValue sentinel where the mirror carries a pointer.
+func ipConfigHasNull(c *armnetwork.InterfaceIPConfiguration) bool {
+	return c != nil && (c.Etag == nullString || c.ID == nullString || c.Name == nullString || c.Type == nullString ||
+		c.Properties == nullCfgProps)
+}
+
 // NullValue sentinels of every pointer type the mirror types carry.
 var (
 	nullString    = azcore.NullValue[*string]()
@@ -358,11 +366,8 @@ func hasNullSentinel(p *armnetwork.BackendAddressPool) bool {
 		pp.ProvisioningState == nullProvState || pp.SyncMode == nullSyncMode || pp.VirtualNetwork == nullSub {
 		return true
 	}
-	for _, c := range pp.BackendIPConfigurations {
-		if c != nil && (c.Etag == nullString || c.ID == nullString || c.Name == nullString || c.Type == nullString ||
-			c.Properties == nullCfgProps) {
-			return true
-		}
+	if slices.ContainsFunc(pp.BackendIPConfigurations, ipConfigHasNull) {
+		return true
 	}
 	for _, a := range pp.LoadBalancerBackendAddresses {
 		if a == nil {

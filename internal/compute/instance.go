@@ -135,13 +135,13 @@ func fromScaleSetVM(ref names.VMRef, vm *armcompute.VirtualMachineScaleSetVM) *I
 
 // setCommon fills what scale set VMs and VMs share: provisioning state,
 // size and computer name.
-func (inst *Instance) setCommon(provisioning *string, hw *armcompute.HardwareProfile, os *armcompute.OSProfile) {
-	inst.ProvisioningState = ptr.Deref(provisioning, "")
+func (i *Instance) setCommon(provisioning *string, hw *armcompute.HardwareProfile, os *armcompute.OSProfile) {
+	i.ProvisioningState = ptr.Deref(provisioning, "")
 	if hw != nil && hw.VMSize != nil {
-		inst.VMSize = string(*hw.VMSize)
+		i.VMSize = string(*hw.VMSize)
 	}
 	if os != nil {
-		inst.ComputerName = strings.ToLower(ptr.Deref(os.ComputerName, ""))
+		i.ComputerName = strings.ToLower(ptr.Deref(os.ComputerName, ""))
 	}
 }
 

@@ -39,18 +39,18 @@ func (r poolRefs) add(ipConfig, name string, pools []string) {
 	r.names[ipConfig] = name
 }
 
-// membershipDiff queues the joins and leaves that move from old to new.
-func (wc *writeCtx) membershipDiff(old, new poolRefs) {
-	for cfg, pools := range new.pools {
+// membershipDiff queues the joins and leaves that move from before to after.
+func (wc *writeCtx) membershipDiff(before, after poolRefs) {
+	for cfg, pools := range after.pools {
 		for _, p := range pools {
-			if !containsFold(old.pools[cfg], p) {
-				wc.members = append(wc.members, memberChange{pool: p, ipConfig: cfg, name: new.names[cfg], join: true})
+			if !containsFold(before.pools[cfg], p) {
+				wc.members = append(wc.members, memberChange{pool: p, ipConfig: cfg, name: after.names[cfg], join: true})
 			}
 		}
 	}
-	for cfg, pools := range old.pools {
+	for cfg, pools := range before.pools {
 		for _, p := range pools {
-			if !containsFold(new.pools[cfg], p) {
+			if !containsFold(after.pools[cfg], p) {
 				wc.members = append(wc.members, memberChange{pool: p, ipConfig: cfg, join: false})
 			}
 		}

@@ -228,15 +228,6 @@ func TestEnsureMembersRetriesAStaleEtagAndBatches(t *testing.T) {
 	}
 }
 
-func mustRef(t *testing.T, providerID string) names.VMRef {
-	t.Helper()
-	r, err := names.ParseProviderID(providerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // deletingScaleSets reports every scale set as being deleted, as ARM shows
 // one for the duration of its DELETE.
 type deletingScaleSets struct{ azure.ScaleSetClient }
