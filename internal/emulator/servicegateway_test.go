@@ -17,7 +17,9 @@ func sgwPath(suffix string) string {
 	return "/subscriptions/" + testSub + "/resourceGroups/" + sgwRG + "/providers/Microsoft.Network/serviceGateways/servicegateway" + suffix + "?api-version=" + NetworkAPIVersion
 }
 
-func poolID(lb string) string { return netID(sgwRG, "loadBalancers", lb) + "/backendAddressPools/" + lb }
+func poolID(lb string) string {
+	return netID(sgwRG, "loadBalancers", lb) + "/backendAddressPools/" + lb
+}
 
 // sgwEnv is a resource group with a dual-stack virtual network and the
 // gateway "servicegateway".
