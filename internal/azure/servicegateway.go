@@ -46,7 +46,9 @@ func (s *serviceGatewayClient) GetServices(ctx context.Context, rg, gw string) (
 		func() *runtime.Pager[armnetwork.ServiceGatewaysClientGetServicesResponse] {
 			return s.c.NewGetServicesPager(rg, gw, nil)
 		},
-		func(p armnetwork.ServiceGatewaysClientGetServicesResponse) []*armnetwork.ServiceGatewayService { return p.Value })
+		func(p armnetwork.ServiceGatewaysClientGetServicesResponse) []*armnetwork.ServiceGatewayService {
+			return p.Value
+		})
 }
 
 func (s *serviceGatewayClient) GetAddressLocations(ctx context.Context, rg, gw string) ([]*armnetwork.ServiceGatewayAddressLocationResponse, error) {
