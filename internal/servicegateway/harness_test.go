@@ -3,6 +3,7 @@ package servicegateway
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -28,7 +31,14 @@ import (
 	"github.com/azlb/azlb/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The engine logs every step and retry; keep test output readable (set
+	// AZLB_TEST_LOGS=1 to see them).
+	if os.Getenv("AZLB_TEST_LOGS") == "" {
+		klog.SetLogger(logr.Discard())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 const waitFor = 10 * time.Second
 
@@ -47,6 +57,24 @@ type harness struct {
 	opts   func(*Options)
 
 	stop func()
+
+	hookMu sync.Mutex
+	before func(testutil.Call)
+	fail   func(testutil.Call) error
+}
+
+// setBefore runs fn at the start of every ARM call (nil: nothing).
+func (h *harness) setBefore(fn func(testutil.Call)) {
+	h.hookMu.Lock()
+	h.before = fn
+	h.hookMu.Unlock()
+}
+
+// setFail fails ARM calls fn returns an error for (nil: none).
+func (h *harness) setFail(fn func(testutil.Call) error) {
+	h.hookMu.Lock()
+	h.fail = fn
+	h.hookMu.Unlock()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -59,6 +87,23 @@ func newHarness(t *testing.T) *harness {
 		clk:    testclock.NewFakeClock(time.Unix(1_700_000_000, 0)),
 		events: &testutil.EventLog{},
 		lb:     NewBalancer(),
+	}
+	h.arm.Before = func(c testutil.Call) {
+		h.hookMu.Lock()
+		fn := h.before
+		h.hookMu.Unlock()
+		if fn != nil {
+			fn(c)
+		}
+	}
+	h.arm.Fail = func(c testutil.Call) error {
+		h.hookMu.Lock()
+		fn := h.fail
+		h.hookMu.Unlock()
+		if fn != nil {
+			return fn(c)
+		}
+		return nil
 	}
 	t.Cleanup(h.shutdown)
 	return h
@@ -313,4 +358,14 @@ func (h *harness) locationRequests() []*armnetwork.ServiceGatewayUpdateAddressLo
 
 func withUID(u string) func(*v1.Service) {
 	return func(s *v1.Service) { s.UID = types.UID(u) }
+}
+
+// newTestStore is a store on the harness's FakeARM that is not running.
+func newTestStore(t *testing.T, h *harness) *lbstore.Store {
+	t.Helper()
+	s, err := lbstore.New(lbstore.Options{Config: h.cfg, LoadBalancers: h.arm.LoadBalancers(), Pools: h.arm.Pools()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
