@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -88,6 +90,16 @@ func newHarness(t *testing.T) *harness {
 		events: &testutil.EventLog{},
 		lb:     NewBalancer(),
 	}
+	// The API server deletes an object marked for deletion once its last
+	// finalizer is gone; the fake clientset does not.
+	h.cs.PrependReactor("update", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		svc, ok := a.(k8stesting.UpdateAction).GetObject().(*v1.Service)
+		if !ok || svc.DeletionTimestamp == nil || len(svc.Finalizers) > 0 {
+			return false, nil, nil
+		}
+		err := h.cs.Tracker().Delete(v1.SchemeGroupVersion.WithResource("services"), svc.Namespace, svc.Name)
+		return true, svc, err
+	})
 	h.arm.Before = func(c testutil.Call) {
 		h.hookMu.Lock()
 		fn := h.before
