@@ -125,6 +125,17 @@ func newHarness(t *testing.T) *harness {
 // would) and waits until it has initialized.
 func (h *harness) start() {
 	h.t.Helper()
+	e := h.run()
+	select {
+	case <-e.Initialized():
+	case <-time.After(waitFor):
+		h.t.Fatal("engine did not initialize")
+	}
+}
+
+// run builds and runs an engine without waiting for it to initialize.
+func (h *harness) run() *Engine {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store, err := lbstore.New(lbstore.Options{Config: h.cfg, LoadBalancers: h.arm.LoadBalancers(), Pools: h.arm.Pools(), Clock: h.clk})
 	if err != nil {
@@ -158,11 +169,7 @@ func (h *harness) start() {
 		wg.Wait()
 		f.Shutdown()
 	}
-	select {
-	case <-e.Initialized():
-	case <-time.After(waitFor):
-		h.t.Fatal("engine did not initialize")
-	}
+	return e
 }
 
 func (h *harness) shutdown() {

@@ -281,3 +281,77 @@ func TestIPv6Service(t *testing.T) {
 		t.Errorf("restart wrote %v", ops(w))
 	}
 }
+
+// Bug 5, 40: endpoints that come and go while the Service is being created
+// never reach the gateway, and a later re-read (a node event) does not
+// bring back an address that was removed.
+func TestEndpointsDuringCreate(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	registering := make(chan struct{}, 1)
+	h.setBefore(func(c testutil.Call) {
+		if c.Op == "sgw.update_services" {
+			select {
+			case registering <- struct{}{}:
+				<-release
+			default:
+			}
+		}
+	})
+	h.start()
+	h.node("n1", "10.1.0.4")
+	svc := h.service("default", "web")
+	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.1"))
+	if err := h.ensure(svc); err != nil {
+		t.Fatal(err)
+	}
+	<-registering
+	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.1"), readyOn("n1", "10.2.0.2"))
+	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.1"))
+	close(release)
+	h.waitAddresses("10.1.0.4: 10.2.0.1=" + uid(svc))
+	h.idle()
+	// A node event re-reads the Service's endpoints: nothing changes.
+	n, _ := h.cs.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	n.Labels = map[string]string{"touched": "yes"}
+	n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: "n1"})
+	if _, err := h.cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	for _, r := range h.locationRequests() {
+		for _, l := range r.AddressLocations {
+			for _, a := range l.Addresses {
+				if *a.Address == "10.2.0.2" {
+					t.Errorf("an endpoint that came and went during the create was sent: %+v", r)
+				}
+			}
+		}
+	}
+	h.waitAddresses("10.1.0.4: 10.2.0.1=" + uid(svc))
+}
+
+// Bug 45: a Service whose operation keeps failing does not hold up the
+// start of the others.
+func TestFailingServiceDoesNotBlockStart(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.setFail(func(c testutil.Call) error {
+		if c.Op == "pip.put" {
+			return testutil.RespErr(500, "InternalServerError")
+		}
+		return nil
+	})
+	bad := h.service("default", "bad")
+	if err := h.ensure(bad); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Poll(t, waitFor, "failed once", func() bool { return h.arm.Count("pip.put", "") > 0 })
+	h.restart() // waits for initialization
+	h.setFail(nil)
+	good := h.service("default", "good")
+	if err := h.ensure(good); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady(good)
+}

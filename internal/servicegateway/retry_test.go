@@ -87,7 +87,9 @@ func TestHungLocationUpdateTimesOut(t *testing.T) {
 	if err := h.ensure(svc); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Poll(t, waitFor, "the hung call timed out", func() bool { return h.engine.locQueue.NumRequeues(locationsKey) > 0 })
+	// (The short timeout also bounds the create's steps: a slow run may
+	// need its retries, hence the clock steps.)
+	h.stepUntil(time.Second, "the hung call timed out", func() bool { return h.engine.locQueue.NumRequeues(locationsKey) > 0 })
 	hung.Store(false)
 	h.stepUntil(time.Second, "addresses", func() bool { return len(h.arm.Addresses()) == 1 })
 }
