@@ -25,18 +25,18 @@ const (
 
 func uidOf(s string) types.UID { return types.UID(s) }
 
-func (e *Engine) lbRef(uid string) names.LoadBalancerRef {
+func (e *Controller) lbRef(uid string) names.LoadBalancerRef {
 	return names.LoadBalancerRef{Subscription: e.cfg.SubscriptionID, ResourceGroup: e.store.ResourceGroup(), Name: uid}
 }
 
 // poolID is the id of the Service's one (empty) backend pool.
-func (e *Engine) poolID(uid string) string {
+func (e *Controller) poolID(uid string) string {
 	return e.lbRef(uid).Child("backendAddressPools", uid)
 }
 
 // publicIP is the Service's public IP: StandardV2, Static, of its family,
 // tagged with the cluster and the Service.
-func (e *Engine) publicIP(svc *v1.Service, family v1.IPFamily) armnetwork.PublicIPAddress {
+func (e *Controller) publicIP(svc *v1.Service, family v1.IPFamily) armnetwork.PublicIPAddress {
 	version := armnetwork.IPVersionIPv4
 	if family == v1.IPv6Protocol {
 		version = armnetwork.IPVersionIPv6
@@ -58,7 +58,7 @@ func (e *Engine) publicIP(svc *v1.Service, family v1.IPFamily) armnetwork.Public
 // desiredLB is the whole load balancer of a Service: SKU Service, scope
 // Public, one frontend on its public IP, one empty pool (the gateway fills
 // it), one rule per port without floating IP (TCP reset on TCP), no probes.
-func (e *Engine) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwork.LoadBalancer {
+func (e *Controller) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwork.LoadBalancer {
 	ref := e.lbRef(uid)
 	feID := ref.Child("frontendIPConfigurations", names.ServiceFrontend)
 	rules := make([]*armnetwork.LoadBalancingRule, 0, len(spec.rules))
@@ -98,7 +98,7 @@ func (e *Engine) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwork.L
 
 // lbMutation makes the load balancer the Service's desired one, writing
 // only when it differs in what azlb sets.
-func (e *Engine) lbMutation(uid string, spec *lbSpec, pipID string) lbstore.Mutation {
+func (e *Controller) lbMutation(uid string, spec *lbSpec, pipID string) lbstore.Mutation {
 	return func(lb *armnetwork.LoadBalancer) (bool, error) {
 		want := e.desiredLB(uid, spec, pipID)
 		if lbMatches(lb, want) && hasTag(lb.Tags, names.TagClusterName, e.cfg.ClusterName) {
@@ -174,7 +174,7 @@ func ruleIn(rules []*armnetwork.LoadBalancingRule, w *armnetwork.LoadBalancingRu
 // registration registers the Service's inbound gateway service, pointing
 // at its pool (with the pool's virtual network), or with no pool (withPool
 // false: the first step of a deletion).
-func (e *Engine) registration(uid string, withPool bool) armnetwork.ServiceGatewayUpdateServicesRequest {
+func (e *Controller) registration(uid string, withPool bool) armnetwork.ServiceGatewayUpdateServicesRequest {
 	pools := []*armnetwork.BackendAddressPool{}
 	if withPool {
 		pools = append(pools, &armnetwork.BackendAddressPool{
@@ -202,7 +202,7 @@ func (e *Engine) registration(uid string, withPool bool) armnetwork.ServiceGatew
 }
 
 // unregistration removes the Service's gateway service.
-func (e *Engine) unregistration(uid string) armnetwork.ServiceGatewayUpdateServicesRequest {
+func (e *Controller) unregistration(uid string) armnetwork.ServiceGatewayUpdateServicesRequest {
 	return armnetwork.ServiceGatewayUpdateServicesRequest{
 		Action: to.Ptr(armnetwork.ServiceUpdateActionPartialUpdate),
 		ServiceRequests: []*armnetwork.ServiceGatewayServiceRequest{{

@@ -26,12 +26,12 @@ const (
 var ErrNotInitialized = errors.New("ServiceGateway LoadBalancer is not initialized")
 
 // Balancer is the cloudprovider.LoadBalancer of pod-based load balancing:
-// the service controller's calls, handed to the Engine once one is
+// the service controller's calls, handed to the Controller once one is
 // attached (the engine starts with the controllers, after the cloud is
 // built). Until then, and until the engine has read Azure's state, the
 // calls wait (bounded by their context) or fail with ErrNotInitialized.
 type Balancer struct {
-	engine atomic.Pointer[Engine]
+	engine atomic.Pointer[Controller]
 }
 
 var _ cloudprovider.LoadBalancer = (*Balancer)(nil)
@@ -40,11 +40,11 @@ var _ cloudprovider.LoadBalancer = (*Balancer)(nil)
 func NewBalancer() *Balancer { return &Balancer{} }
 
 // Attach hands the calls to e.
-func (b *Balancer) Attach(e *Engine) { b.engine.Store(e) }
+func (b *Balancer) Attach(e *Controller) { b.engine.Store(e) }
 
 // ready returns the engine once it has initialized (waiting for that, as
 // long as ctx allows).
-func (b *Balancer) ready(ctx context.Context) (*Engine, error) {
+func (b *Balancer) ready(ctx context.Context) (*Controller, error) {
 	e := b.engine.Load()
 	if e == nil {
 		return nil, ErrNotInitialized
@@ -106,7 +106,7 @@ func (b *Balancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Ser
 }
 
 // want records what a Service wants and schedules the work.
-func (e *Engine) want(ctx context.Context, svc *v1.Service, spec *lbSpec) {
+func (e *Controller) want(ctx context.Context, svc *v1.Service, spec *lbSpec) {
 	uid := uidKey(svc.UID)
 	key := serviceKey(svc.Namespace, svc.Name)
 	e.mu.Lock()
@@ -165,7 +165,7 @@ func (b *Balancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc 
 }
 
 // unwant marks a Service for deletion.
-func (e *Engine) unwant(svc *v1.Service) {
+func (e *Controller) unwant(svc *v1.Service) {
 	uid := uidKey(svc.UID)
 	e.mu.Lock()
 	st := e.states[uid]

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -96,7 +97,7 @@ func TestDeleteStepFailureKeepsFinalizer(t *testing.T) {
 		t.Fatalf("finalizer removed although a step failed: %v", cur)
 	}
 	h.setFail(nil)
-	h.clk.Step(2 * serviceBackoffBase)
+	h.stepUntil(time.Second, "torn down", func() bool { return h.get(svc) == nil })
 	h.waitGone(svc)
 	if n := h.arm.Count("lb.delete", ""); n != 1 {
 		t.Errorf("the load balancer was deleted %d times; the retry starts where it stopped", n)
@@ -123,8 +124,7 @@ func TestDeleteStepFailureKeepsFinalizer(t *testing.T) {
 		t.Fatal("the deletion reported success while the finalizer could not be removed")
 	}
 	failUpdates.Store(false)
-	h2.clk.Step(2 * serviceBackoffBase)
-	testutil.Poll(t, waitFor, "Service gone", func() bool { return h2.get(svc2) == nil })
+	h2.stepUntil(time.Second, "Service gone", func() bool { return h2.get(svc2) == nil })
 }
 
 // B23, bug 18: NRP refuses to unregister a Service it still maps addresses
@@ -151,7 +151,6 @@ func TestDeleteRedrainsOverlayMappings(t *testing.T) {
 		}
 		return false
 	})
-	h.clk.Step(2 * serviceBackoffBase)
 	h.waitGone(svc)
 	if got := h.arm.Addresses(); len(got) != 0 {
 		t.Errorf("addresses left: %v", got)
@@ -322,8 +321,7 @@ func TestFinalizersOfReplacementUntouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	repl := h.service("default", "web", func(s *v1.Service) { s.Finalizers = []string{Finalizer, "other.example.com/keep"} })
-	h.clk.Step(serviceBackoffCap * 2)
-	testutil.Poll(t, waitFor, "deletion done", func() bool {
+	h.stepUntil(time.Second, "deletion done", func() bool {
 		h.engine.mu.Lock()
 		defer h.engine.mu.Unlock()
 		return h.engine.states[uid(svc)] == nil

@@ -53,7 +53,7 @@ const (
 	locationsKey = "addressLocations"
 )
 
-// Options are the engine's collaborators. All but Recorder, Clock, Workers,
+// Options are the controller's collaborators. All but Recorder, Clock,
 // OpTimeout and Resync are required.
 type Options struct {
 	Config *config.Config
@@ -71,8 +71,6 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Clock drives retries, parking and the resync. Default: the real clock.
 	Clock clock.WithTicker
-	// Workers is the number of Services worked on at once (DefaultWorkers).
-	Workers int
 	// OpTimeout bounds one attempt of one Service operation and one address
 	// update (DefaultOpTimeout).
 	OpTimeout time.Duration
@@ -141,11 +139,11 @@ type svcState struct {
 	op        string
 }
 
-// Engine provisions pod-based load balancing: per Service a public IP, a
+// Controller provisions pod-based load balancing: per Service a public IP, a
 // load balancer of SKU Service and a service gateway registration, and
 // keeps the gateway's address locations equal to the Services' ready
 // endpoints. See the package documentation.
-type Engine struct {
+type Controller struct {
 	cfg       *config.Config
 	store     *lbstore.Store
 	pips      azure.PublicIPClient
@@ -156,7 +154,6 @@ type Engine struct {
 	nodes     corelisters.NodeLister
 	recorder  record.EventRecorder
 	clock     clock.WithTicker
-	workers   int
 	opTimeout time.Duration
 	resync    time.Duration
 	rg        string // the gateway's and the public IPs' resource group
@@ -188,10 +185,10 @@ type Engine struct {
 }
 
 // busy reports whether a worker is processing an item.
-func (e *Engine) busy() bool { return e.working.Load() > 0 }
+func (e *Controller) busy() bool { return e.working.Load() > 0 }
 
-// NewEngine builds the engine and registers its informer handlers; call Run.
-func NewEngine(o Options) (*Engine, error) {
+// NewController builds the engine and registers its informer handlers; call Run.
+func NewController(o Options) (*Controller, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -203,7 +200,7 @@ func NewEngine(o Options) (*Engine, error) {
 	if rec == nil {
 		rec = &record.FakeRecorder{}
 	}
-	e := &Engine{
+	e := &Controller{
 		cfg:         o.Config,
 		store:       o.Store,
 		pips:        o.PublicIPs,
@@ -214,7 +211,6 @@ func NewEngine(o Options) (*Engine, error) {
 		nodes:       o.Nodes.Lister(),
 		recorder:    rec,
 		clock:       clk,
-		workers:     o.Workers,
 		opTimeout:   o.OpTimeout,
 		resync:      o.Resync,
 		rg:          o.Config.ResourceGroup,
@@ -227,9 +223,6 @@ func NewEngine(o Options) (*Engine, error) {
 		nodeLocs:    map[string][2]netip.Addr{},
 		tracker:     NewTracker(),
 		initialized: make(chan struct{}),
-	}
-	if e.workers <= 0 {
-		e.workers = DefaultWorkers
 	}
 	if e.opTimeout <= 0 {
 		e.opTimeout = DefaultOpTimeout
@@ -278,20 +271,24 @@ func vnetRG(c *config.Config) string {
 }
 
 // Name is ControllerName.
-func (e *Engine) Name() string { return ControllerName }
+func (e *Controller) Name() string { return ControllerName }
 
 // HealthChecker reports the engine unhealthy until it has initialized, and
 // when one piece of work runs longer than health.StuckAfter.
-func (e *Engine) HealthChecker() cmhealthz.UnnamedHealthChecker { return e.health }
+func (e *Controller) HealthChecker() cmhealthz.UnnamedHealthChecker { return e.health }
 
 // Initialized is closed once the engine has read the state of Azure and
 // the cluster and is serving.
-func (e *Engine) Initialized() <-chan struct{} { return e.initialized }
+func (e *Controller) Initialized() <-chan struct{} { return e.initialized }
 
 // Run waits for the informers, initializes from Azure's state (retrying
-// until it can), then works until ctx ends. It returns when every worker
-// has stopped (an ARM call in flight is waited for).
-func (e *Engine) Run(ctx context.Context) error {
+// until it can), then works on up to workers Services at once
+// (DefaultWorkers when not positive) until ctx ends. It returns when every
+// worker has stopped (an ARM call in flight is waited for).
+func (e *Controller) Run(ctx context.Context, workers int) error {
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
 	log := klog.FromContext(ctx).WithName("servicegateway")
 	ctx = klog.NewContext(ctx, log)
 	defer func() {
@@ -308,11 +305,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.initialize(ctx) {
 		return nil
 	}
-	log.Info("Starting pod-based load balancing (service gateway)", "gateway", e.rg+"/"+names.ServiceGateway, "workers", e.workers)
+	log.Info("Starting pod-based load balancing (service gateway)", "gateway", e.rg+"/"+names.ServiceGateway, "workers", workers)
 	e.health.Start()
 	defer e.health.Stop()
 	var wg sync.WaitGroup
-	for range e.workers {
+	for range workers {
 		wg.Go(func() {
 			for e.processNextService(ctx) {
 			}
@@ -338,7 +335,7 @@ func (e *Engine) Run(ctx context.Context) error {
 
 // housekeeping refreshes the gauges every 30 s and marks every address for
 // comparison every Resync.
-func (e *Engine) housekeeping(ctx context.Context) {
+func (e *Controller) housekeeping(ctx context.Context) {
 	gauges := e.clock.NewTicker(gaugeInterval)
 	defer gauges.Stop()
 	resync := e.clock.NewTicker(e.resync)
@@ -361,7 +358,7 @@ func (e *Engine) housekeeping(ctx context.Context) {
 const gaugeInterval = 30 * time.Second
 
 // onSlice queues the Service of an EndpointSlice (tombstones included).
-func (e *Engine) onSlice(obj any) {
+func (e *Controller) onSlice(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -376,7 +373,7 @@ func (e *Engine) onSlice(obj any) {
 
 // onNode queues the Services with endpoints on a node whose locations
 // changed (added, deleted, InternalIPs changed).
-func (e *Engine) onNode(obj any) {
+func (e *Controller) onNode(obj any) {
 	deleted := false
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, deleted = t.Obj, true

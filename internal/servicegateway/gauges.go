@@ -5,7 +5,7 @@ import "github.com/azlb/azlb/internal/metrics"
 // refreshGauges sets the pending-operation gauges and the gateway's totals
 // from the current state (set, not counted, so they never drift or go
 // negative).
-func (e *Engine) refreshGauges() {
+func (e *Controller) refreshGauges() {
 	counts := map[string]int{}
 	deletions := 0
 	e.mu.Lock()

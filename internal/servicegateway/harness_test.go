@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 const waitFor = 10 * time.Second
 
-// harness runs an Engine against FakeARM (load balancers through a real
+// harness runs a Controller against FakeARM (load balancers through a real
 // lbstore.Store, public IPs, the service gateway), a fake clientset and a
 // fake clock.
 type harness struct {
@@ -55,7 +55,7 @@ type harness struct {
 	clk    *testclock.FakeClock
 	events *testutil.EventLog
 	lb     *Balancer
-	engine *Engine
+	engine *Controller
 	opts   func(*Options)
 
 	stop func()
@@ -134,7 +134,7 @@ func (h *harness) start() {
 }
 
 // run builds and runs an engine without waiting for it to initialize.
-func (h *harness) run() *Engine {
+func (h *harness) run() *Controller {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store, err := lbstore.New(lbstore.Options{Config: h.cfg, LoadBalancers: h.arm.LoadBalancers(), Pools: h.arm.Pools(), Clock: h.clk})
@@ -150,7 +150,7 @@ func (h *harness) run() *Engine {
 	if h.opts != nil {
 		h.opts(&o)
 	}
-	e, err := NewEngine(o)
+	e, err := NewController(o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func (h *harness) run() *Engine {
 	wg.Go(func() { store.Run(ctx) })
 	f.Start(ctx.Done())
 	wg.Go(func() {
-		if err := e.Run(ctx); err != nil {
+		if err := e.Run(ctx, DefaultWorkers); err != nil {
 			h.t.Errorf("Run: %v", err)
 		}
 	})

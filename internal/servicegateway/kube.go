@@ -34,7 +34,7 @@ var finalizerBackoff = wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, 
 // cache does not have it (yet) under this UID, from the API server. nil: it
 // is gone, or the name now belongs to another Service (another UID). Any
 // other error is returned (a transient lookup failure is not "gone").
-func (e *Engine) freshService(ctx context.Context, ns, name, uid string) (*v1.Service, error) {
+func (e *Controller) freshService(ctx context.Context, ns, name, uid string) (*v1.Service, error) {
 	if svc, err := e.services.Services(ns).Get(name); err == nil && uidKey(svc.UID) == uid {
 		return svc, nil
 	}
@@ -53,7 +53,7 @@ func (e *Engine) freshService(ctx context.Context, ns, name, uid string) (*v1.Se
 
 // ensureFinalizers adds the finalizers before the first Azure write: a
 // fresh GET, the UID checked, an Update carrying the resourceVersion.
-func (e *Engine) ensureFinalizers(ctx context.Context, svc *v1.Service) error {
+func (e *Controller) ensureFinalizers(ctx context.Context, svc *v1.Service) error {
 	if slices.Contains(svc.Finalizers, Finalizer) && slices.Contains(svc.Finalizers, LoadBalancerCleanupFinalizer) {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (e *Engine) ensureFinalizers(ctx context.Context, svc *v1.Service) error {
 // removeFinalizers removes both finalizers once the Azure resources are
 // gone, from the Service with this UID only (a same-name replacement is
 // left alone). A Service that no longer exists needs nothing.
-func (e *Engine) removeFinalizers(ctx context.Context, ns, name, uid string) error {
+func (e *Controller) removeFinalizers(ctx context.Context, ns, name, uid string) error {
 	return retry.RetryOnConflict(finalizerBackoff, func() error {
 		cur, err := e.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -119,7 +119,7 @@ func (e *Engine) removeFinalizers(ctx context.Context, ns, name, uid string) err
 // ensureIngress writes the public IP into status.loadBalancer.ingress:
 // addresses of the same family are replaced, hostnames and addresses of the
 // other family kept. The patch carries the UID as a precondition.
-func (e *Engine) ensureIngress(ctx context.Context, svc *v1.Service, ip string, family v1.IPFamily) error {
+func (e *Controller) ensureIngress(ctx context.Context, svc *v1.Service, ip string, family v1.IPFamily) error {
 	want := mergeIngress(svc.Status.LoadBalancer.Ingress, ip, family)
 	if slices.EqualFunc(want, svc.Status.LoadBalancer.Ingress, func(a, b v1.LoadBalancerIngress) bool { return a.IP == b.IP && a.Hostname == b.Hostname }) {
 		return nil

@@ -308,6 +308,16 @@ func TestEndpointsDuringCreate(t *testing.T) {
 	<-registering
 	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.1"), readyOn("n1", "10.2.0.2"))
 	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.1"))
+	// The informer has the last version and the engine has read it.
+	testutil.Poll(t, waitFor, "last endpoints read", func() bool {
+		s, err := h.engine.slices.EndpointSlices("default").Get("web-a")
+		if err != nil || len(s.Endpoints) != 1 {
+			return false
+		}
+		h.engine.mu.Lock()
+		defer h.engine.mu.Unlock()
+		return len(h.engine.tracker.Desired(uid(svc))) == 1
+	})
 	close(release)
 	h.waitAddresses("10.1.0.4: 10.2.0.1=" + uid(svc))
 	h.idle()

@@ -15,7 +15,7 @@ import (
 )
 
 // processNextEndpoints recomputes what one Service's endpoints want.
-func (e *Engine) processNextEndpoints(ctx context.Context) bool {
+func (e *Controller) processNextEndpoints(ctx context.Context) bool {
 	key, quit := e.epQueue.Get()
 	if quit {
 		return false
@@ -36,7 +36,7 @@ func (e *Engine) processNextEndpoints(ctx context.Context) bool {
 // hands them to the tracker. Only a Service the engine has a record of is
 // followed; its record is created by EnsureLoadBalancer (or at start-up),
 // which queues this too.
-func (e *Engine) syncEndpoints(key string) error {
+func (e *Controller) syncEndpoints(key string) error {
 	e.mu.Lock()
 	uid := e.byName[key]
 	e.mu.Unlock()
@@ -65,7 +65,7 @@ func (e *Engine) syncEndpoints(key string) error {
 
 // indexNodesLocked records which nodes a Service has endpoints on (for node
 // events).
-func (e *Engine) indexNodesLocked(key string, nodes map[string]struct{}) {
+func (e *Controller) indexNodesLocked(key string, nodes map[string]struct{}) {
 	for n := range e.svcNodes[key] {
 		if _, still := nodes[n]; !still {
 			delete(e.nodeSvcs[n], key)
@@ -90,7 +90,7 @@ func (e *Engine) indexNodesLocked(key string, nodes map[string]struct{}) {
 // processNextLocations sends one updateAddressLocations with everything
 // that changed. The queue has one key, so only one is in flight; what
 // arrives meanwhile re-queues the key and goes in the next one.
-func (e *Engine) processNextLocations(ctx context.Context) bool {
+func (e *Controller) processNextLocations(ctx context.Context) bool {
 	key, quit := e.locQueue.Get()
 	if quit {
 		return false
@@ -116,7 +116,7 @@ func (e *Engine) processNextLocations(ctx context.Context) bool {
 
 // syncLocations brings the gateway's address locations to what the ready
 // Services want. It reports whether a failure is to be retried.
-func (e *Engine) syncLocations(ctx context.Context) (retry bool, err error) {
+func (e *Controller) syncLocations(ctx context.Context) (retry bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			klog.FromContext(ctx).Error(nil, "Address update panicked", "panic", r, "stack", string(debug.Stack()))
@@ -145,7 +145,7 @@ func (e *Engine) syncLocations(ctx context.Context) (retry bool, err error) {
 // gateway refuses (400/422) is split in halves to find and give up only
 // the locations it refuses; transient failures return every key for the
 // next attempt.
-func (e *Engine) send(ctx context.Context, b *Batch) (retry bool, err error) {
+func (e *Controller) send(ctx context.Context, b *Batch) (retry bool, err error) {
 	log := klog.FromContext(ctx)
 	start := e.clock.Now()
 	callCtx, cancel := context.WithTimeout(ctx, e.opTimeout)
@@ -201,13 +201,13 @@ func errorCode(err error) string {
 
 // deletionWaits reports whether a Service deletion waits for the gateway to
 // drop its addresses (then refused updates are retried, not given up).
-func (e *Engine) deletionWaits() bool {
+func (e *Controller) deletionWaits() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.deletionWaitsLocked()
 }
 
-func (e *Engine) deletionWaitsLocked() bool {
+func (e *Controller) deletionWaitsLocked() bool {
 	for uid, st := range e.states {
 		if st.deleting && e.tracker.Mapped(uid) {
 			return true
@@ -218,7 +218,7 @@ func (e *Engine) deletionWaitsLocked() bool {
 
 // queueDrained queues the deletions whose addresses the gateway no longer
 // maps.
-func (e *Engine) queueDrained() {
+func (e *Controller) queueDrained() {
 	e.mu.Lock()
 	var ready []string
 	for uid, st := range e.states {
@@ -235,7 +235,7 @@ func (e *Engine) queueDrained() {
 
 // refreshIfNeeded reads the address locations again when the mirror was
 // found wrong.
-func (e *Engine) refreshIfNeeded(ctx context.Context) error {
+func (e *Controller) refreshIfNeeded(ctx context.Context) error {
 	e.mu.Lock()
 	need := e.refreshNRP
 	e.mu.Unlock()

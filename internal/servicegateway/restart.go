@@ -23,7 +23,7 @@ import (
 // initialize reads the state of Azure and the cluster (load), retrying
 // with backoff until it succeeds, then opens the engine. It returns false
 // when ctx ended first.
-func (e *Engine) initialize(ctx context.Context) bool {
+func (e *Controller) initialize(ctx context.Context) bool {
 	log := klog.FromContext(ctx)
 	start := e.clock.Now()
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: maxJitter, Cap: 30 * time.Second, Steps: math.MaxInt32}
@@ -42,8 +42,11 @@ func (e *Engine) initialize(ctx context.Context) bool {
 	}
 	metrics.SetServiceGatewayEnabled()
 	metrics.SetServiceGatewayInitDuration(e.clock.Since(start))
+	e.mu.Lock()
+	n := len(e.states)
+	e.mu.Unlock()
+	log.Info("Read the state of the service gateway", "services", n, "took", e.clock.Since(start))
 	e.initOnce.Do(func() { close(e.initialized) })
-	log.Info("Read the state of the service gateway", "services", len(e.states), "took", e.clock.Since(start))
 	return true
 }
 
@@ -61,7 +64,7 @@ type azureState struct {
 // and resources named otherwise are not azlb's and are left out. A service
 // of a type azlb does not know fails start-up rather than being taken for
 // garbage.
-func (e *Engine) readAzure(ctx context.Context) (*azureState, error) {
+func (e *Controller) readAzure(ctx context.Context) (*azureState, error) {
 	gwName := e.rg + "/" + names.ServiceGateway
 	svcs, err := e.gw.GetServices(ctx, e.rg, names.ServiceGateway)
 	if azure.Classify(err) == azure.ClassStale {
@@ -124,7 +127,7 @@ func (e *Engine) readAzure(ctx context.Context) (*azureState, error) {
 // load builds the engine's records from Azure and the informers: a
 // restart of an unchanged cluster finds every Service in sync and writes
 // nothing.
-func (e *Engine) load(ctx context.Context) error {
+func (e *Controller) load(ctx context.Context) error {
 	az, err := e.readAzure(ctx)
 	if err != nil {
 		return err
@@ -197,7 +200,7 @@ func (e *Engine) load(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) nodeList() []*v1.Node {
+func (e *Controller) nodeList() []*v1.Node {
 	ns, _ := e.nodes.List(labels.Everything())
 	return ns
 }
@@ -207,7 +210,7 @@ func (e *Engine) nodeList() []*v1.Node {
 // admission keeps what it has, nothing more); a deleted one, or one that is
 // no longer a LoadBalancer, with azlb's finalizer or resources in Azure is
 // torn down.
-func (e *Engine) stateAtStart(svc *v1.Service, az *azureState) *svcState {
+func (e *Controller) stateAtStart(svc *v1.Service, az *azureState) *svcState {
 	uid := uidKey(svc.UID)
 	st := &svcState{uid: uid, ns: svc.Namespace, name: svc.Name, gen: 1}
 	e.fillPresence(st, az)
@@ -238,7 +241,7 @@ func (e *Engine) stateAtStart(svc *v1.Service, az *azureState) *svcState {
 }
 
 // fillPresence records which of the Service's Azure resources exist.
-func (e *Engine) fillPresence(st *svcState, az *azureState) {
+func (e *Controller) fillPresence(st *svcState, az *azureState) {
 	st.lb, st.pip = absent, absent
 	if az.lbs[st.uid] != nil {
 		st.lb = present
@@ -257,7 +260,7 @@ func (e *Engine) fillPresence(st *svcState, az *azureState) {
 
 // addOrphan records resources of a UID no Service has (any more) for
 // removal.
-func (e *Engine) addOrphan(states map[string]*svcState, uid string, az *azureState) {
+func (e *Controller) addOrphan(states map[string]*svcState, uid string, az *azureState) {
 	if _, known := states[uid]; known {
 		return
 	}

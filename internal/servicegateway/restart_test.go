@@ -165,7 +165,7 @@ func TestRestartCompletesAndCleansUp(t *testing.T) {
 	crashed := h.service("default", "crashed")
 	h.arm.SeedPublicIP(pipOf(uid(crashed), true))
 	pip := h.arm.PublicIP(uid(crashed) + "-pip")
-	e := &Engine{cfg: h.cfg, store: newTestStore(t, h)}
+	e := &Controller{cfg: h.cfg, store: newTestStore(t, h)}
 	spec, _ := admit(crashed)
 	lb := e.desiredLB(uid(crashed), spec, *pip.ID)
 	lb.Name = to.Ptr(uid(crashed))

@@ -38,7 +38,7 @@ var (
 // storeCaller labels the engine's waits in the store's metric.
 const storeCaller = "ServiceGateway"
 
-func (e *Engine) processNextService(ctx context.Context) bool {
+func (e *Controller) processNextService(ctx context.Context) bool {
 	uid, quit := e.svcQueue.Get()
 	if quit {
 		return false
@@ -55,7 +55,7 @@ func (e *Engine) processNextService(ctx context.Context) bool {
 
 // syncService brings one Service's Azure resources to what it wants. A
 // panic is recovered and reported as a failed attempt.
-func (e *Engine) syncService(ctx context.Context, uid string) (op string, gen int64, deleting bool, err error) {
+func (e *Controller) syncService(ctx context.Context, uid string) (op string, gen int64, deleting bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			klog.FromContext(ctx).Error(nil, "Service operation panicked", "uid", uid, "panic", r, "stack", string(debug.Stack()))
@@ -94,7 +94,7 @@ func (e *Engine) syncService(ctx context.Context, uid string) (op string, gen in
 }
 
 // finish records an attempt's outcome and schedules what follows.
-func (e *Engine) finish(ctx context.Context, uid, op string, gen int64, deleting bool, err error) {
+func (e *Controller) finish(ctx context.Context, uid, op string, gen int64, deleting bool, err error) {
 	log := klog.FromContext(ctx).WithValues("uid", uid, "operation", op)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -106,8 +106,7 @@ func (e *Engine) finish(ctx context.Context, uid, op string, gen int64, deleting
 	superseded := st.gen != gen || st.deleting != deleting
 	switch {
 	case errors.Is(err, errDraining):
-		st.draining = true // the address updater queues it when drained
-		return
+		return // the address updater queues it when drained (teardown set draining)
 	case err == nil || errors.Is(err, errSuperseded):
 		if err == nil && op != "" && !superseded {
 			metrics.ObserveServiceGatewayOperation(op, e.clock.Since(st.started))
@@ -195,7 +194,7 @@ func classify(op string, err error) (terminal bool, code string) {
 
 // stillWanted checks, between steps, that the attempt is still what the
 // Service wants.
-func (e *Engine) stillWanted(uid string, gen int64) error {
+func (e *Controller) stillWanted(uid string, gen int64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.states[uid]
@@ -208,7 +207,7 @@ func (e *Engine) stillWanted(uid string, gen int64) error {
 // provision makes (or updates) a Service's public IP, load balancer and
 // gateway registration, in that order, then writes its ingress IP. The
 // finalizers are on the Service before the first write.
-func (e *Engine) provision(ctx context.Context, snap *svcState) error {
+func (e *Controller) provision(ctx context.Context, snap *svcState) error {
 	log := klog.FromContext(ctx)
 	svc, err := e.freshService(ctx, snap.ns, snap.name, snap.uid)
 	if err != nil {
@@ -277,7 +276,7 @@ func (e *Engine) provision(ctx context.Context, snap *svcState) error {
 }
 
 // update changes a Service's state under the lock (if it still exists).
-func (e *Engine) update(uid string, fn func(*svcState)) {
+func (e *Controller) update(uid string, fn func(*svcState)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if st := e.states[uid]; st != nil {
@@ -288,7 +287,7 @@ func (e *Engine) update(uid string, fn func(*svcState)) {
 // serviceGone handles a Service found deleted or replaced (another UID)
 // before it was provisioned: with nothing in Azure its record is dropped,
 // otherwise it is torn down.
-func (e *Engine) serviceGone(uid string) {
+func (e *Controller) serviceGone(uid string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.states[uid]
@@ -306,7 +305,7 @@ func (e *Engine) serviceGone(uid string) {
 }
 
 // forgetLocked drops a Service's record and what the tracker wants for it.
-func (e *Engine) forgetLocked(uid string) {
+func (e *Controller) forgetLocked(uid string) {
 	st := e.states[uid]
 	if st == nil {
 		return
@@ -323,7 +322,7 @@ func (e *Engine) forgetLocked(uid string) {
 // updateReadyLocked sets whether the Service's addresses may be sent:
 // registered in the gateway and not being deleted. It queues the address
 // updater when that changes.
-func (e *Engine) updateReadyLocked(uid string) {
+func (e *Controller) updateReadyLocked(uid string) {
 	st := e.states[uid]
 	_, registered := e.tracker.Registered(uid)
 	if e.tracker.SetReady(uid, st != nil && !st.deleting && registered) {
@@ -337,13 +336,18 @@ func (e *Engine) updateReadyLocked(uid string) {
 // public IP, remove the finalizers. A missing resource counts as removed;
 // any other failure fails the attempt (it is retried from the first step
 // not done).
-func (e *Engine) teardown(ctx context.Context, snap *svcState) error {
+func (e *Controller) teardown(ctx context.Context, snap *svcState) error {
 	log := klog.FromContext(ctx)
 	uid := snap.uid
 	e.mu.Lock()
 	e.updateReadyLocked(uid)
 	mapped := e.tracker.Mapped(uid)
 	_, registered := e.tracker.Registered(uid)
+	if st := e.states[uid]; st != nil && mapped {
+		// Set before the address updater can run, so that it finds the
+		// Service waiting when it has drained it.
+		st.draining = true
+	}
 	e.mu.Unlock()
 	if mapped {
 		e.locQueue.Add(locationsKey)
@@ -372,6 +376,9 @@ func (e *Engine) teardown(ctx context.Context, snap *svcState) error {
 			// address locations again and drain before the next attempt.
 			e.mu.Lock()
 			e.refreshNRP = true
+			if st := e.states[uid]; st != nil {
+				st.draining = true // the address updater queues it again once drained
+			}
 			e.mu.Unlock()
 			e.locQueue.Add(locationsKey)
 			metrics.CountServiceGatewayDeleteStepFailure("unregister")

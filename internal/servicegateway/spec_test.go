@@ -91,7 +91,7 @@ func TestAdmitSpec(t *testing.T) {
 func TestPinnedWireValues(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.VnetResourceGroup = "net-rg"
-	e := &Engine{cfg: h.cfg, vnetID: "/subscriptions/sub/resourceGroups/net-rg/providers/Microsoft.Network/virtualNetworks/vnet"}
+	e := &Controller{cfg: h.cfg, vnetID: "/subscriptions/sub/resourceGroups/net-rg/providers/Microsoft.Network/virtualNetworks/vnet"}
 	spec, _ := admit(lbService(func(s *v1.Service) {
 		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "u", Port: 53, TargetPort: intstr.FromInt32(53), Protocol: v1.ProtocolUDP})
 	}))
