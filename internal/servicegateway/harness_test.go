@@ -27,6 +27,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/lbstore"
@@ -59,6 +60,8 @@ type harness struct {
 	opts   func(*Options)
 
 	stop func()
+	// clients, when set, reach the ARM emulator instead of FakeARM.
+	clients *azure.Clients
 
 	hookMu sync.Mutex
 	before func(testutil.Call)
@@ -137,13 +140,17 @@ func (h *harness) start() {
 func (h *harness) run() *Controller {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	store, err := lbstore.New(lbstore.Options{Config: h.cfg, LoadBalancers: h.arm.LoadBalancers(), Pools: h.arm.Pools(), Clock: h.clk})
+	lbs, pools, pips, gw := h.arm.LoadBalancers(), h.arm.Pools(), h.arm.PublicIPs(), h.arm.ServiceGateway()
+	if h.clients != nil {
+		lbs, pools, pips, gw = h.clients.LoadBalancer, h.clients.BackendPool, h.clients.PublicIP, h.clients.ServiceGateway
+	}
+	store, err := lbstore.New(lbstore.Options{Config: h.cfg, LoadBalancers: lbs, Pools: pools, Clock: h.clk})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	f := informers.NewSharedInformerFactory(h.cs, 0)
 	o := Options{
-		Config: h.cfg, Store: store, PublicIPs: h.arm.PublicIPs(), Gateway: h.arm.ServiceGateway(), Client: h.cs,
+		Config: h.cfg, Store: store, PublicIPs: pips, Gateway: gw, Client: h.cs,
 		Services: f.Core().V1().Services(), EndpointSlices: f.Discovery().V1().EndpointSlices(), Nodes: f.Core().V1().Nodes(),
 		Recorder: h.events, Clock: h.clk, OpTimeout: 5 * time.Second,
 	}
@@ -318,13 +325,25 @@ func (h *harness) waitReady(svc *v1.Service) string {
 	var ip string
 	testutil.Poll(h.t, waitFor, "Service "+svc.Name+" ready", func() bool {
 		cur := h.get(svc)
-		if cur == nil || len(cur.Status.LoadBalancer.Ingress) == 0 || h.arm.GatewayService(uid(svc)) == nil {
+		if cur == nil || len(cur.Status.LoadBalancer.Ingress) == 0 || !h.registered(svc) {
 			return false
 		}
 		ip = cur.Status.LoadBalancer.Ingress[0].IP
 		return ip != ""
 	})
 	return ip
+}
+
+// registered reports whether the gateway holds the Service (FakeARM), or
+// the engine knows it does (against the emulator).
+func (h *harness) registered(svc *v1.Service) bool {
+	if h.clients == nil {
+		return h.arm.GatewayService(uid(svc)) != nil
+	}
+	h.engine.mu.Lock()
+	defer h.engine.mu.Unlock()
+	_, ok := h.engine.tracker.Registered(uid(svc))
+	return ok
 }
 
 // waitGone waits until the Service and its Azure resources are gone.
