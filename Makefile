@@ -48,8 +48,8 @@ golangci:
 	./hack/build-tools.sh golangci-lint
 	$(BIN)/golangci-lint run --timeout 15m $(PKGS)
 
-sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (runs in the background)
-	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN)
+sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (runs in the background; SANDBOX=container for pod-based load balancing)
+	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) $(if $(SANDBOX),--variant $(SANDBOX))
 
 sandbox-down: ## stop everything make sandbox started
 	@if [ -x $(BIN)/azlb ]; then $(BIN)/azlb sandbox down --dir .sandbox; else echo "nothing to stop"; fi
