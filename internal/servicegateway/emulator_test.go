@@ -81,7 +81,7 @@ func TestAgainstTheEmulator(t *testing.T) {
 				armnetwork.ServiceGatewayUpdateAddressLocationsRequest{Action: ptr.To(armnetwork.UpdateActionPartialUpdate),
 					AddressLocations: []*armnetwork.ServiceGatewayAddressLocation{{AddressLocation: ptr.To("10.240.0.4"),
 						AddressUpdateAction: ptr.To(armnetwork.AddressUpdateActionFullUpdate),
-						Addresses: []*armnetwork.ServiceGatewayAddress{{Address: ptr.To("10.244.0.11"), Services: []*string{ptr.To(names.DefaultOutboundService)}}}}}}); err != nil {
+						Addresses:           []*armnetwork.ServiceGatewayAddress{{Address: ptr.To("10.244.0.11"), Services: []*string{ptr.To(names.DefaultOutboundService)}}}}}}); err != nil {
 				t.Fatal(err)
 			}
 			h.start()
