@@ -117,13 +117,14 @@ func validSGWName(n string) bool {
 		return false
 	}
 	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+		if !alnum(n[i]) && n[i] != '-' {
 			return false
 		}
 	}
 	return true
 }
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
 
 // serveServiceGatewayChild serves the gateway's child routes: GET services,
 // GET addressLocations, POST updateServices, POST updateAddressLocations.

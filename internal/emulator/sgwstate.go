@@ -445,8 +445,7 @@ func validServiceName(n string) bool {
 		return false
 	}
 	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if c := n[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
 			return false
 		}
 	}

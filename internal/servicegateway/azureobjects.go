@@ -101,7 +101,7 @@ func (e *Controller) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwo
 func (e *Controller) lbMutation(uid string, spec *lbSpec, pipID string) lbstore.Mutation {
 	return func(lb *armnetwork.LoadBalancer) (bool, error) {
 		want := e.desiredLB(uid, spec, pipID)
-		if lbMatches(lb, want) && hasTag(lb.Tags, names.TagClusterName, e.cfg.ClusterName) {
+		if lbMatches(lb, want) && hasClusterTag(lb.Tags, e.cfg.ClusterName) {
 			return false, nil
 		}
 		lb.SKU = want.SKU
@@ -114,9 +114,11 @@ func (e *Controller) lbMutation(uid string, spec *lbSpec, pipID string) lbstore.
 	}
 }
 
-func hasTag(tags map[string]*string, key, value string) bool {
+// hasClusterTag reports whether a resource carries the cluster's tag (azlb
+// made it for this cluster).
+func hasClusterTag(tags map[string]*string, cluster string) bool {
 	for k, v := range tags {
-		if strings.EqualFold(k, key) && strings.EqualFold(ptr.Deref(v, ""), value) {
+		if strings.EqualFold(k, names.TagClusterName) && strings.EqualFold(ptr.Deref(v, ""), cluster) {
 			return true
 		}
 	}

@@ -21,7 +21,7 @@
 //     EnsureLoadBalancerDeleted schedules the teardown and returns (azlb's
 //     finalizer keeps the Service until the teardown is done);
 //     UpdateLoadBalancer does nothing.
-//   - Addresses: the Tracker mirrors what the gateway holds and what the
+//   - Addresses: the diffTracker mirrors what the gateway holds and what the
 //     ready endpoints want (pod IP under its node's InternalIP of the same
 //     family). No address naming a Service is sent before the Service is
 //     registered, nor after its deletion started. One updateAddressLocations

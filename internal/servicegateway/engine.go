@@ -173,7 +173,7 @@ type Controller struct {
 	nodeSvcs map[string]map[string]struct{} // node name -> Service keys with endpoints there
 	svcNodes map[string]map[string]struct{} // Service key -> node names
 	nodeLocs map[string][2]netip.Addr       // node name -> locations last seen
-	tracker  *Tracker
+	tracker  *diffTracker
 	// refreshNRP: the mirror of the address locations may be wrong (NRP
 	// refused to unregister a service it still maps); read them again.
 	refreshNRP bool
@@ -221,7 +221,7 @@ func NewController(o Options) (*Controller, error) {
 		nodeSvcs:    map[string]map[string]struct{}{},
 		svcNodes:    map[string]map[string]struct{}{},
 		nodeLocs:    map[string][2]netip.Addr{},
-		tracker:     NewTracker(),
+		tracker:     newDiffTracker(),
 		initialized: make(chan struct{}),
 	}
 	if e.opTimeout <= 0 {

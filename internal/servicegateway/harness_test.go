@@ -17,7 +17,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
@@ -392,10 +391,6 @@ func (h *harness) locationRequests() []*armnetwork.ServiceGatewayUpdateAddressLo
 		}
 	}
 	return out
-}
-
-func withUID(u string) func(*v1.Service) {
-	return func(s *v1.Service) { s.UID = types.UID(u) }
 }
 
 // newTestStore is a store on the harness's FakeARM that is not running.

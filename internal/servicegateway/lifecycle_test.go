@@ -157,7 +157,7 @@ func TestNoAddressBeforeRegistration(t *testing.T) {
 	testutil.Poll(t, waitFor, "endpoints read", func() bool {
 		h.engine.mu.Lock()
 		defer h.engine.mu.Unlock()
-		return len(h.engine.tracker.Desired(uid(svc))) == 2
+		return len(h.engine.tracker.Wanted(uid(svc))) == 2
 	})
 	if n := h.arm.Count("sgw.update_locations", ""); n != 0 {
 		t.Fatalf("%d address updates before the registration finished", n)
@@ -200,7 +200,7 @@ func TestBurstCoalesces(t *testing.T) {
 	testutil.Poll(t, waitFor, "the burst read", func() bool {
 		h.engine.mu.Lock()
 		defer h.engine.mu.Unlock()
-		return len(h.engine.tracker.Desired(uid(svc))) == 39
+		return len(h.engine.tracker.Wanted(uid(svc))) == 39
 	})
 	close(release)
 	var want []string
@@ -316,7 +316,7 @@ func TestEndpointsDuringCreate(t *testing.T) {
 		}
 		h.engine.mu.Lock()
 		defer h.engine.mu.Unlock()
-		return len(h.engine.tracker.Desired(uid(svc))) == 1
+		return len(h.engine.tracker.Wanted(uid(svc))) == 1
 	})
 	close(release)
 	h.waitAddresses("10.1.0.4: 10.2.0.1=" + uid(svc))

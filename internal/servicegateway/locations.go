@@ -145,7 +145,7 @@ func (e *Controller) syncLocations(ctx context.Context) (retry bool, err error) 
 // gateway refuses (400/422) is split in halves to find and give up only
 // the locations it refuses; transient failures return every key for the
 // next attempt.
-func (e *Controller) send(ctx context.Context, b *Batch) (retry bool, err error) {
+func (e *Controller) send(ctx context.Context, b *batch) (retry bool, err error) {
 	log := klog.FromContext(ctx)
 	start := e.clock.Now()
 	callCtx, cancel := context.WithTimeout(ctx, e.opTimeout)

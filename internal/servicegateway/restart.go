@@ -147,12 +147,12 @@ func (e *Controller) load(ctx context.Context) error {
 		e.addOrphan(states, uid, az)
 	}
 	for uid, lb := range az.lbs {
-		if hasTag(lb.Tags, names.TagClusterName, e.cfg.ClusterName) {
+		if hasClusterTag(lb.Tags, e.cfg.ClusterName) {
 			e.addOrphan(states, uid, az)
 		}
 	}
 	for uid, p := range az.pips {
-		if hasTag(p.Tags, names.TagClusterName, e.cfg.ClusterName) {
+		if hasClusterTag(p.Tags, e.cfg.ClusterName) {
 			e.addOrphan(states, uid, az)
 		}
 	}
@@ -171,7 +171,7 @@ func (e *Controller) load(ctx context.Context) error {
 	e.mu.Lock()
 	e.states = states
 	e.byName = map[string]string{}
-	e.tracker = NewTracker()
+	e.tracker = newDiffTracker()
 	skipped := e.tracker.LoadNRP(az.locations)
 	for uid, pools := range az.registered {
 		e.tracker.SetRegistered(uid, pools)
@@ -234,7 +234,7 @@ func (e *Controller) stateAtStart(svc *v1.Service, az *azureState) *svcState {
 	}
 	st.desired = spec
 	if lb := az.lbs[uid]; lb != nil && st.pip == present && lbMatches(lb, e.desiredLB(uid, spec, st.pipID)) &&
-		hasTag(lb.Tags, names.TagClusterName, e.cfg.ClusterName) {
+		hasClusterTag(lb.Tags, e.cfg.ClusterName) {
 		st.applied = spec
 	}
 	return st

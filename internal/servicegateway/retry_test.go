@@ -280,7 +280,7 @@ func TestPanicRecoveredAndNoCallUnderLock(t *testing.T) {
 			got := make(chan struct{})
 			go func() {
 				e.mu.Lock()
-				e.mu.Unlock()
+				e.mu.Unlock() //nolint:staticcheck // SA2001: taking the lock is the test
 				close(got)
 			}()
 			select {

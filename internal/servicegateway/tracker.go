@@ -17,7 +17,7 @@ type addrKey struct {
 	loc, addr netip.Addr
 }
 
-// Tracker mirrors two things: what the cluster wants the service gateway to
+// diffTracker mirrors two things: what the cluster wants the service gateway to
 // hold (per Service, the addresses of its ready endpoints) and what the
 // gateway holds (its inbound services and its address locations, as last
 // read or written). Diff computes the one updateAddressLocations request
@@ -29,7 +29,7 @@ type addrKey struct {
 // what exists. A key becomes dirty when a Service's wanted addresses
 // change, when a Service becomes ready or stops being ready, when a request
 // that carried it failed, or on Resync.
-type Tracker struct {
+type diffTracker struct {
 	// desired: uid -> addresses its ready endpoints want.
 	desired map[string]map[addrKey]struct{}
 	// wantedBy: address -> uids that want it (the reverse of desired).
@@ -54,9 +54,9 @@ type Tracker struct {
 	held map[netip.Addr]map[addrKey]struct{}
 }
 
-// NewTracker returns an empty tracker.
-func NewTracker() *Tracker {
-	return &Tracker{
+// newDiffTracker returns an empty tracker.
+func newDiffTracker() *diffTracker {
+	return &diffTracker{
 		desired:    map[string]map[addrKey]struct{}{},
 		wantedBy:   map[addrKey]map[string]struct{}{},
 		ready:      map[string]bool{},
@@ -70,13 +70,13 @@ func NewTracker() *Tracker {
 }
 
 // mark makes a key dirty, with the keys held back for the same address.
-func (t *Tracker) mark(k addrKey) {
+func (t *diffTracker) mark(k addrKey) {
 	t.dirty[k] = struct{}{}
 	t.release(k.addr)
 }
 
 // release makes the keys held back for an address dirty again.
-func (t *Tracker) release(addr netip.Addr) {
+func (t *diffTracker) release(addr netip.Addr) {
 	for x := range t.held[addr] {
 		t.dirty[x] = struct{}{}
 	}
@@ -85,7 +85,7 @@ func (t *Tracker) release(addr netip.Addr) {
 
 // SetDesired replaces the addresses a Service wants and marks the changed
 // ones dirty. It reports whether anything changed.
-func (t *Tracker) SetDesired(uid string, want map[addrKey]struct{}) bool {
+func (t *diffTracker) SetDesired(uid string, want map[addrKey]struct{}) bool {
 	cur := t.desired[uid]
 	changed := false
 	for k := range cur {
@@ -116,20 +116,20 @@ func (t *Tracker) SetDesired(uid string, want map[addrKey]struct{}) bool {
 	return changed
 }
 
-func (t *Tracker) markIfReady(uid string, k addrKey) {
+func (t *diffTracker) markIfReady(uid string, k addrKey) {
 	if t.ready[uid] {
 		t.mark(k)
 	}
 }
 
-// Desired returns the addresses a Service wants (shared: do not modify).
-func (t *Tracker) Desired(uid string) map[addrKey]struct{} { return t.desired[uid] }
+// Wanted returns the addresses a Service wants (shared: do not modify).
+func (t *diffTracker) Wanted(uid string) map[addrKey]struct{} { return t.desired[uid] }
 
 // SetReady says whether a Service's addresses may be sent: it must be
 // registered in the gateway (the gateway refuses addresses naming unknown
 // services) and not being deleted. It marks the Service's wanted addresses
 // and those NRP maps to it dirty when that changes.
-func (t *Tracker) SetReady(uid string, ready bool) bool {
+func (t *diffTracker) SetReady(uid string, ready bool) bool {
 	if t.ready[uid] == ready {
 		return false
 	}
@@ -148,11 +148,11 @@ func (t *Tracker) SetReady(uid string, ready bool) bool {
 }
 
 // Ready reports whether a Service's addresses may be sent.
-func (t *Tracker) Ready(uid string) bool { return t.ready[uid] }
+func (t *diffTracker) Ready(uid string) bool { return t.ready[uid] }
 
 // SetRegistered records that NRP holds the inbound service uid pointing at
 // pools (nil pools: it does not hold it).
-func (t *Tracker) SetRegistered(uid string, pools []string) {
+func (t *diffTracker) SetRegistered(uid string, pools []string) {
 	if pools == nil {
 		delete(t.registered, uid)
 		return
@@ -162,13 +162,13 @@ func (t *Tracker) SetRegistered(uid string, pools []string) {
 
 // Registered returns the pools NRP's inbound service uid points at, and
 // whether NRP holds it.
-func (t *Tracker) Registered(uid string) ([]string, bool) {
+func (t *diffTracker) Registered(uid string) ([]string, bool) {
 	p, ok := t.registered[uid]
 	return p, ok
 }
 
 // RegisteredServices lists the inbound services NRP holds.
-func (t *Tracker) RegisteredServices() []string {
+func (t *diffTracker) RegisteredServices() []string {
 	out := make([]string, 0, len(t.registered))
 	for n := range t.registered {
 		out = append(out, n)
@@ -178,14 +178,14 @@ func (t *Tracker) RegisteredServices() []string {
 }
 
 // Mapped reports whether NRP maps any address to the service uid.
-func (t *Tracker) Mapped(uid string) bool { return len(t.nrpBy[uid]) > 0 }
+func (t *diffTracker) Mapped(uid string) bool { return len(t.nrpBy[uid]) > 0 }
 
 // LoadNRP replaces the mirror of the gateway's address locations with what
 // GetAddressLocations returned, canonicalising (NRP answers IPv6 upper-case;
 // a location or address it lists twice is merged) and skipping what does
 // not parse. Everything becomes dirty, so the next Diff removes what the
 // cluster no longer wants.
-func (t *Tracker) LoadNRP(locs []*armnetwork.ServiceGatewayAddressLocationResponse) (skipped int) {
+func (t *diffTracker) LoadNRP(locs []*armnetwork.ServiceGatewayAddressLocationResponse) (skipped int) {
 	t.nrp = map[netip.Addr]map[netip.Addr][]string{}
 	t.nrpBy = map[string]map[addrKey]struct{}{}
 	for _, l := range locs {
@@ -237,7 +237,7 @@ func serviceName(s string) string {
 	return s
 }
 
-func (t *Tracker) nrpAt(k addrKey) []string {
+func (t *diffTracker) nrpAt(k addrKey) []string {
 	if l := t.nrp[k.loc]; l != nil {
 		return l[k.addr]
 	}
@@ -245,7 +245,7 @@ func (t *Tracker) nrpAt(k addrKey) []string {
 }
 
 // setNRP sets the services NRP maps an address to (empty: removes it).
-func (t *Tracker) setNRP(k addrKey, svcs []string) {
+func (t *diffTracker) setNRP(k addrKey, svcs []string) {
 	for _, s := range t.nrpAt(k) {
 		if m := t.nrpBy[s]; m != nil {
 			delete(m, k)
@@ -283,7 +283,7 @@ func sortedUnique(s []string) []string {
 }
 
 // markAll makes every known key dirty (after a restart or a Resync).
-func (t *Tracker) markAll() {
+func (t *diffTracker) markAll() {
 	for k := range t.wantedBy {
 		t.mark(k)
 	}
@@ -295,10 +295,10 @@ func (t *Tracker) markAll() {
 }
 
 // Resync marks every key dirty, so the next Diff compares everything.
-func (t *Tracker) Resync() { t.markAll() }
+func (t *diffTracker) Resync() { t.markAll() }
 
 // NRPTotals are the locations and addresses NRP holds.
-func (t *Tracker) NRPTotals() (locations, addresses int) {
+func (t *diffTracker) NRPTotals() (locations, addresses int) {
 	for _, l := range t.nrp {
 		locations++
 		addresses += len(l)
@@ -307,12 +307,12 @@ func (t *Tracker) NRPTotals() (locations, addresses int) {
 }
 
 // Pending reports whether a Diff may have work (dirty keys).
-func (t *Tracker) Pending() bool { return len(t.dirty) > 0 }
+func (t *diffTracker) Pending() bool { return len(t.dirty) > 0 }
 
 // wantServices is what NRP should map an address to: the ready Services
 // that want it, plus every service NRP maps it to that azlb does not own
 // (outbound and foreign services are never dropped).
-func (t *Tracker) wantServices(k addrKey) []string {
+func (t *diffTracker) wantServices(k addrKey) []string {
 	var out []string
 	for uid := range t.wantedBy[k] {
 		if t.ready[uid] {
@@ -330,11 +330,11 @@ func (t *Tracker) wantServices(k addrKey) []string {
 // owns reports whether a service name is one of azlb's inbound services: a
 // Kubernetes UID. Everything else (default-natgw, egress identities) is
 // left as NRP holds it.
-func (t *Tracker) owns(name string) bool { return isUID(name) }
+func (t *diffTracker) owns(name string) bool { return isUID(name) }
 
-// Batch is one updateAddressLocations request and what it will make NRP
+// batch is one updateAddressLocations request and what it will make NRP
 // hold.
-type Batch struct {
+type batch struct {
 	Request armnetwork.ServiceGatewayUpdateAddressLocationsRequest
 	// sent: per address, the services the request sets (empty: removed).
 	sent map[addrKey][]string
@@ -346,7 +346,7 @@ type Batch struct {
 }
 
 // Empty reports whether the batch has nothing to send.
-func (b *Batch) Empty() bool { return b == nil || b.Locations == 0 }
+func (b *batch) Empty() bool { return b == nil || b.Locations == 0 }
 
 // Diff takes the dirty keys and builds the request that brings NRP to the
 // cluster's view of them (nil when nothing differs). The keys it carries
@@ -357,11 +357,11 @@ func (b *Batch) Empty() bool { return b == nil || b.Locations == 0 }
 // that ends up empty is sent with addresses [] (deleting it). An address
 // wanted under two locations at once (a pod IP reused on another node
 // before the old endpoint is gone) is held back until only one remains.
-func (t *Tracker) Diff() *Batch {
+func (t *diffTracker) Diff() *batch {
 	if len(t.dirty) == 0 {
 		return nil
 	}
-	b := &Batch{sent: map[addrKey][]string{}, fullLocs: map[netip.Addr]bool{}, goneLocs: map[netip.Addr]bool{}}
+	b := &batch{sent: map[addrKey][]string{}, fullLocs: map[netip.Addr]bool{}, goneLocs: map[netip.Addr]bool{}}
 	byLoc := map[netip.Addr][]addrKey{}
 	// Where each address is (NRP) or will be (wanted).
 	where := map[netip.Addr][]netip.Addr{}
@@ -468,7 +468,7 @@ func (t *Tracker) Diff() *Batch {
 }
 
 // nrpLocsOf finds the locations NRP holds an address under.
-func (t *Tracker) nrpLocsOf(addr netip.Addr) map[netip.Addr][]string {
+func (t *diffTracker) nrpLocsOf(addr netip.Addr) map[netip.Addr][]string {
 	out := map[netip.Addr][]string{}
 	for loc, addrs := range t.nrp {
 		if svcs, ok := addrs[addr]; ok {
@@ -493,7 +493,7 @@ func address(a netip.Addr, services []string) *armnetwork.ServiceGatewayAddress 
 }
 
 // Applied folds a batch NRP accepted into the mirror.
-func (t *Tracker) Applied(b *Batch) {
+func (t *diffTracker) Applied(b *batch) {
 	for loc := range b.goneLocs {
 		for a := range t.nrp[loc] {
 			t.setNRP(addrKey{loc, a}, nil)
@@ -519,7 +519,7 @@ func (t *Tracker) Applied(b *Batch) {
 }
 
 // Failed returns a batch's keys to the dirty set.
-func (t *Tracker) Failed(b *Batch) {
+func (t *diffTracker) Failed(b *batch) {
 	for k := range b.sent {
 		delete(t.inflight, k)
 		t.mark(k)
@@ -528,7 +528,7 @@ func (t *Tracker) Failed(b *Batch) {
 
 // Abandon drops a batch NRP refused for good: its keys are not retried
 // until they change again (or the next Resync).
-func (t *Tracker) Abandon(b *Batch) {
+func (t *diffTracker) Abandon(b *batch) {
 	for k := range b.sent {
 		delete(t.inflight, k)
 	}
@@ -536,13 +536,13 @@ func (t *Tracker) Abandon(b *Batch) {
 
 // Split divides a batch's locations into two batches (to isolate what NRP
 // refuses); ok is false for a batch of one location.
-func (t *Tracker) Split(b *Batch) (first, second *Batch, ok bool) {
+func (t *diffTracker) Split(b *batch) (first, second *batch, ok bool) {
 	n := len(b.Request.AddressLocations)
 	if n < 2 {
 		return nil, nil, false
 	}
-	part := func(locs []*armnetwork.ServiceGatewayAddressLocation) *Batch {
-		nb := &Batch{sent: map[addrKey][]string{}, fullLocs: map[netip.Addr]bool{}, goneLocs: map[netip.Addr]bool{},
+	part := func(locs []*armnetwork.ServiceGatewayAddressLocation) *batch {
+		nb := &batch{sent: map[addrKey][]string{}, fullLocs: map[netip.Addr]bool{}, goneLocs: map[netip.Addr]bool{},
 			Request: armnetwork.ServiceGatewayUpdateAddressLocationsRequest{Action: b.Request.Action, AddressLocations: locs}}
 		for _, l := range locs {
 			loc, _ := canonicalIP(*l.AddressLocation)

@@ -28,7 +28,7 @@ func set(keys ...addrKey) map[addrKey]struct{} {
 }
 
 // wire renders a batch's request as the JSON the SDK sends.
-func wire(t *testing.T, b *Batch) string {
+func wire(t *testing.T, b *batch) string {
 	t.Helper()
 	if b == nil {
 		return "nil"
@@ -50,7 +50,7 @@ func nrpLoc(loc string, addrs map[string][]string) *armnetwork.ServiceGatewayAdd
 
 // B13, B15, B16, B25: the wire shapes.
 func TestTrackerShapes(t *testing.T) {
-	tr := NewTracker()
+	tr := newDiffTracker()
 	tr.SetRegistered(uidA, []string{"pool"})
 	tr.SetRegistered(uidB, []string{"pool"})
 	tr.SetDesired(uidA, set(k("10.1.0.4", "10.2.0.5"), k("10.1.0.4", "10.2.0.6")))
@@ -97,7 +97,7 @@ func TestTrackerShapes(t *testing.T) {
 // B18, bug 26: NRP answers IPv6 upper-case and may list a location twice;
 // the mirror canonicalises, so what matches sends nothing.
 func TestTrackerCanonicalisesNRP(t *testing.T) {
-	tr := NewTracker()
+	tr := newDiffTracker()
 	skipped := tr.LoadNRP([]*armnetwork.ServiceGatewayAddressLocationResponse{
 		nrpLoc("FD00:0:0::4", map[string][]string{"FD00:2::A": {strings.ToUpper(uidA)}}),
 		nrpLoc("fd00::4", map[string][]string{"fd00:2::b": {uidA}}),
@@ -117,7 +117,7 @@ func TestTrackerCanonicalisesNRP(t *testing.T) {
 
 // Outbound and other services azlb does not own stay on their addresses.
 func TestTrackerKeepsForeignServices(t *testing.T) {
-	tr := NewTracker()
+	tr := newDiffTracker()
 	tr.LoadNRP([]*armnetwork.ServiceGatewayAddressLocationResponse{
 		nrpLoc("10.1.0.4", map[string][]string{"10.2.0.5": {"default-natgw", uidA}, "10.2.0.9": {"egress-x"}}),
 	})
@@ -138,7 +138,7 @@ func TestTrackerKeepsForeignServices(t *testing.T) {
 // An address wanted under two locations (reused on another node before the
 // old endpoint is gone) waits until only one remains.
 func TestTrackerHoldsBackAnAddressUnderTwoLocations(t *testing.T) {
-	tr := NewTracker()
+	tr := newDiffTracker()
 	tr.SetRegistered(uidA, []string{"p"})
 	tr.SetRegistered(uidB, []string{"p"})
 	tr.SetReady(uidA, true)
@@ -161,7 +161,7 @@ func TestTrackerHoldsBackAnAddressUnderTwoLocations(t *testing.T) {
 // Failed returns keys for the next attempt; Abandon drops them until they
 // change; Split halves a batch by location.
 func TestTrackerFailedAbandonSplit(t *testing.T) {
-	tr := NewTracker()
+	tr := newDiffTracker()
 	tr.SetRegistered(uidA, []string{"p"})
 	tr.SetReady(uidA, true)
 	tr.SetDesired(uidA, set(k("10.1.0.4", "10.2.0.5"), k("10.1.0.5", "10.2.0.6"), k("10.1.0.6", "10.2.0.7")))
@@ -191,7 +191,7 @@ func FuzzTrackerLoadNRP(f *testing.F) {
 	f.Add("FD00::4", "fd00:2::1", "default-natgw")
 	f.Add("::ffff:10.0.0.1", "10.0.0.1%eth0", "")
 	f.Fuzz(func(t *testing.T, loc, addr, svc string) {
-		tr := NewTracker()
+		tr := newDiffTracker()
 		tr.LoadNRP([]*armnetwork.ServiceGatewayAddressLocationResponse{
 			nrpLoc(loc, map[string][]string{addr: {svc}}), nil, {AddressLocation: to.Ptr(loc), Addresses: []*armnetwork.ServiceGatewayAddress{nil, {}}},
 		})
