@@ -138,9 +138,9 @@ func serveServiceGatewayChild(e *Emulator, c *reqCtx, k *kindSpec) bool {
 	case seg == "addresslocations" && c.r.Method == http.MethodGet:
 		e.listSGWLocations(c, k)
 	case seg == "updateservices" && c.r.Method == http.MethodPost:
-		e.postSGW(c, k, applyUpdateServices)
+		e.postSGW(c, k, applyUpdateServices, true)
 	case seg == "updateaddresslocations" && c.r.Method == http.MethodPost:
-		e.postSGW(c, k, applyUpdateAddressLocations)
+		e.postSGW(c, k, applyUpdateAddressLocations, false)
 	case seg == "services" || seg == "addresslocations" || seg == "updateservices" || seg == "updateaddresslocations":
 		methodNotAllowed(c)
 	default:

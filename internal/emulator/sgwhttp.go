@@ -146,7 +146,9 @@ type sgwApply func(wc *writeCtx, st *sgwState, gw obj, in obj) (func(), *armErro
 // postSGW serves updateServices and updateAddressLocations: the request is
 // validated as a whole and applied atomically when its operation succeeds
 // (at once: the operation's outcome is fixed when it starts).
-func (e *Emulator) postSGW(c *reqCtx, k *kindSpec, apply sgwApply) {
+// servicesChange says whether the request changes the services (rendered
+// in the gateway's document).
+func (e *Emulator) postSGW(c *reqCtx, k *kindSpec, apply sgwApply, servicesChange bool) {
 	raw, ae := readBody(c)
 	if ae != nil {
 		writeARMError(c.w, ae)
@@ -191,10 +193,12 @@ func (e *Emulator) postSGW(c *reqCtx, k *kindSpec, apply sgwApply) {
 	doc := cur.doc
 	if op.result == resultSucceeded {
 		commit()
-		doc = shallowCopy(cur.doc)
-		props := shallowCopy(propsOf(cur.doc))
-		props["services"] = st.renderServices()
-		doc["properties"] = props
+		if servicesChange {
+			doc = shallowCopy(cur.doc)
+			props := shallowCopy(propsOf(cur.doc))
+			props["services"] = st.renderServices()
+			doc["properties"] = props
+		}
 	}
 	en.cur = &version{doc: doc, etag: e.ids.etag(), op: op}
 	c.writeAccepted(op, true, true)

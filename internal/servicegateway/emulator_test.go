@@ -22,7 +22,7 @@ import (
 
 // emulatorHarness is the harness against the ARM emulator (seeded with the
 // gateway and default-natgw), through the real SDK.
-func emulatorHarness(t *testing.T, eo emulator.Options) (*harness, *devenv.Env) {
+func emulatorHarness(t testing.TB, eo emulator.Options) (*harness, *devenv.Env) {
 	t.Helper()
 	env := testutil.StartEmulator(t, eo, devenv.PodIP)
 	if err := env.SeedServiceGateway(context.Background()); err != nil {
@@ -35,7 +35,7 @@ func emulatorHarness(t *testing.T, eo emulator.Options) (*harness, *devenv.Env) 
 }
 
 // gatewayAddresses renders GET addressLocations like FakeARM.Addresses.
-func gatewayAddresses(t *testing.T, c *azure.Clients) []string {
+func gatewayAddresses(t testing.TB, c *azure.Clients) []string {
 	t.Helper()
 	locs, err := c.ServiceGateway.GetAddressLocations(context.Background(), devenv.ResourceGroup, names.ServiceGateway)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // endpointSet is what a Service's EndpointSlices want in the gateway.
@@ -31,9 +32,9 @@ type endpointSet struct {
 // the node's InternalIP of the same family (the family of the address, not
 // the slice's AddressType; FQDN slices are skipped). Slices owned by
 // another Service object of the same name are ignored.
-func serviceEndpoints(ns, name string, uid types.UID, slices discoverylisters.EndpointSliceLister, nodes corelisters.NodeLister) (endpointSet, error) {
+func serviceEndpoints(ns, name string, uid types.UID, slices sliceSource, nodes corelisters.NodeLister) (endpointSet, error) {
 	out := endpointSet{addrs: map[addrKey]struct{}{}, nodes: map[string]struct{}{}}
-	list, err := slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}))
+	list, err := slices.List(ns, name)
 	if err != nil {
 		return out, err
 	}
@@ -121,6 +122,53 @@ func locationsOf(n *v1.Node) [2]netip.Addr {
 		}
 	}
 	return out
+}
+
+// sliceSource lists the EndpointSlices of a Service.
+type sliceSource interface {
+	List(ns, service string) ([]*discoveryv1.EndpointSlice, error)
+}
+
+// byServiceIndex indexes EndpointSlices by "namespace/service name", so a
+// Service's slices are found without scanning its namespace.
+const byServiceIndex = "servicegateway.azure.com/service"
+
+func sliceServiceKey(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, nil
+	}
+	if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+		return []string{serviceKey(s.Namespace, name)}, nil
+	}
+	return nil, nil
+}
+
+// indexedSlices lists a Service's slices through byServiceIndex.
+type indexedSlices struct{ indexer cache.Indexer }
+
+func (x indexedSlices) List(ns, service string) ([]*discoveryv1.EndpointSlice, error) {
+	objs, err := x.indexer.ByIndex(byServiceIndex, serviceKey(ns, service))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// listerSlices lists a Service's slices with a label selector (when the
+// index cannot be added: the informer has started).
+type listerSlices struct {
+	lister discoverylisters.EndpointSliceLister
+}
+
+func (x listerSlices) List(ns, service string) ([]*discoveryv1.EndpointSlice, error) {
+	return x.lister.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service}))
 }
 
 // serviceKey is "namespace/name".

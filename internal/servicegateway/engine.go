@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,6 +152,7 @@ type Controller struct {
 	client    kubernetes.Interface
 	services  corelisters.ServiceLister
 	slices    discoverylisters.EndpointSliceLister
+	bySvc     sliceSource
 	nodes     corelisters.NodeLister
 	recorder  record.EventRecorder
 	clock     clock.WithTicker
@@ -240,6 +242,14 @@ func NewController(o Options) (*Controller, error) {
 		e.svcQueue.ShutDown()
 		e.epQueue.ShutDown()
 		e.locQueue.ShutDown()
+	}
+	// A Service's slices are found through an index, not by scanning the
+	// namespace; an informer already running cannot take one.
+	e.bySvc = listerSlices{e.slices}
+	if err := o.EndpointSlices.Informer().AddIndexers(cache.Indexers{byServiceIndex: sliceServiceKey}); err == nil {
+		e.bySvc = indexedSlices{o.EndpointSlices.Informer().GetIndexer()}
+	} else if !strings.Contains(err.Error(), "conflict") {
+		klog.Background().V(2).Info("EndpointSlice index not added; listing by label", "err", err)
 	}
 	sliceReg, err := o.EndpointSlices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    e.onSlice,

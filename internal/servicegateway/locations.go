@@ -47,7 +47,7 @@ func (e *Controller) syncEndpoints(key string) error {
 		return nil
 	}
 	ns, name := splitKey(key)
-	set, err := serviceEndpoints(ns, name, uidOf(uid), e.slices, e.nodes)
+	set, err := serviceEndpoints(ns, name, uidOf(uid), e.bySvc, e.nodes)
 	if err != nil {
 		return err
 	}

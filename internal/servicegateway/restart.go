@@ -162,7 +162,7 @@ func (e *Controller) load(ctx context.Context) error {
 		if st.ns == "" || st.deleting {
 			continue
 		}
-		set, err := serviceEndpoints(st.ns, st.name, uidOf(uid), e.slices, e.nodes)
+		set, err := serviceEndpoints(st.ns, st.name, uidOf(uid), e.bySvc, e.nodes)
 		if err != nil {
 			return err
 		}

@@ -167,7 +167,7 @@ func TestServiceEndpoints(t *testing.T) {
 		obj, _ := cs.CoreV1().Nodes().Get(t.Context(), n, metav1.GetOptions{})
 		_ = nodes.Informer().GetIndexer().Add(obj)
 	}
-	got, err := serviceEndpoints("ns", "svc", uidA, slices.Lister(), nodes.Lister())
+	got, err := serviceEndpoints("ns", "svc", uidA, listerSlices{slices.Lister()}, nodes.Lister())
 	if err != nil {
 		t.Fatal(err)
 	}
