@@ -164,17 +164,7 @@ func TestDeleteRedrainsOverlayMappings(t *testing.T) {
 // into a teardown: nothing leaks, the Service goes.
 func TestDeleteDuringCreate(t *testing.T) {
 	h := newHarness(t)
-	release := make(chan struct{})
-	putting := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "lb.put" {
-			select {
-			case putting <- struct{}{}:
-				<-release
-			default:
-			}
-		}
-	})
+	putting, release := h.holdFirst("lb.put")
 	h.start()
 	svc := h.service("default", "web")
 	if err := h.ensure(svc); err != nil {
@@ -182,7 +172,7 @@ func TestDeleteDuringCreate(t *testing.T) {
 	}
 	<-putting
 	h.remove(svc)
-	close(release)
+	release()
 	h.waitGone(svc)
 	if n := h.arm.Count("sgw.update_locations", ""); n != 0 {
 		t.Errorf("%d address updates for a Service deleted while being created", n)
@@ -194,17 +184,7 @@ func TestDeleteDuringCreate(t *testing.T) {
 // delete cancels that.
 func TestRecreateDuringDelete(t *testing.T) {
 	h, svc := provisioned(t)
-	release := make(chan struct{})
-	deleting := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "lb.delete" {
-			select {
-			case deleting <- struct{}{}:
-				<-release
-			default:
-			}
-		}
-	})
+	deleting, release := h.holdFirst("lb.delete")
 	// Retyped away: the service controller calls EnsureLoadBalancerDeleted.
 	if err := h.lb.EnsureLoadBalancerDeleted(context.Background(), "k", h.get(svc)); err != nil {
 		t.Fatal(err)
@@ -214,7 +194,7 @@ func TestRecreateDuringDelete(t *testing.T) {
 	if err := h.ensure(svc); err != nil {
 		t.Fatal(err)
 	}
-	close(release)
+	release()
 	testutil.Poll(t, waitFor, "deleted and created again", func() bool {
 		return h.arm.Count("pip.delete", "") == 1 && h.arm.GatewayService(uid(svc)) != nil
 	})
@@ -222,16 +202,7 @@ func TestRecreateDuringDelete(t *testing.T) {
 
 	// A flap that ends deleted stays deleted.
 	h.arm.ResetCalls()
-	release2 := make(chan struct{})
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "lb.delete" {
-			select {
-			case deleting <- struct{}{}:
-				<-release2
-			default:
-			}
-		}
-	})
+	deleting, release = h.holdFirst("lb.delete")
 	if err := h.lb.EnsureLoadBalancerDeleted(context.Background(), "k", h.get(svc)); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +213,7 @@ func TestRecreateDuringDelete(t *testing.T) {
 	if err := h.lb.EnsureLoadBalancerDeleted(context.Background(), "k", h.get(svc)); err != nil {
 		t.Fatal(err)
 	}
-	close(release2)
+	release()
 	testutil.Poll(t, waitFor, "deleted", func() bool { return h.arm.PublicIP(uid(svc)+"-pip") == nil })
 	h.idle()
 	if n := h.arm.Count("pip.put", ""); n != 0 {
@@ -254,17 +225,7 @@ func TestRecreateDuringDelete(t *testing.T) {
 // endpoints that appear meanwhile are not sent.
 func TestDeleteDuringUpdate(t *testing.T) {
 	h, svc := provisioned(t)
-	release := make(chan struct{})
-	putting := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "lb.put" {
-			select {
-			case putting <- struct{}{}:
-				<-release
-			default:
-			}
-		}
-	})
+	putting, release := h.holdFirst("lb.put")
 	cur := h.get(svc)
 	cur.Spec.Ports[0].Port = 81
 	if _, err := h.cs.CoreV1().Services("default").Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
@@ -276,7 +237,7 @@ func TestDeleteDuringUpdate(t *testing.T) {
 	<-putting
 	h.remove(svc)
 	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.10"), readyOn("n1", "10.2.0.11"))
-	close(release)
+	release()
 	h.waitGone(svc)
 	for _, r := range h.locationRequests() {
 		for _, l := range r.AddressLocations {

@@ -82,6 +82,27 @@ func (h *harness) setBefore(fn func(testutil.Call)) {
 	h.hookMu.Unlock()
 }
 
+// holdFirst makes the first ARM call with op (from now on) wait until
+// release is called; reached is closed when it has started waiting.
+func (h *harness) holdFirst(op string) (reached <-chan struct{}, release func()) {
+	at, free := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.setBefore(func(c testutil.Call) {
+		if c.Op != op {
+			return
+		}
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(at)
+			<-free
+		}
+	})
+	release = sync.OnceFunc(func() { close(free) })
+	h.t.Cleanup(release) // a failed test must not leave the call waiting
+	return at, release
+}
+
 // setFail fails ARM calls fn returns an error for (nil: none).
 func (h *harness) setFail(fn func(testutil.Call) error) {
 	h.hookMu.Lock()

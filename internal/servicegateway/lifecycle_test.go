@@ -137,14 +137,7 @@ func TestGetAndUpdateLoadBalancer(t *testing.T) {
 // succeeded.
 func TestNoAddressBeforeRegistration(t *testing.T) {
 	h := newHarness(t)
-	release := make(chan struct{})
-	registering := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "sgw.update_services" {
-			registering <- struct{}{}
-			<-release
-		}
-	})
+	registering, release := h.holdFirst("sgw.update_services")
 	h.start()
 	h.node("n1", "10.1.0.4")
 	svc := h.service("default", "web")
@@ -162,8 +155,7 @@ func TestNoAddressBeforeRegistration(t *testing.T) {
 	if n := h.arm.Count("sgw.update_locations", ""); n != 0 {
 		t.Fatalf("%d address updates before the registration finished", n)
 	}
-	h.setBefore(nil)
-	close(release)
+	release()
 	h.waitAddresses("10.1.0.4: 10.2.0.10=" + uid(svc) + " 10.2.0.11=" + uid(svc))
 }
 
@@ -179,17 +171,7 @@ func TestBurstCoalesces(t *testing.T) {
 	}
 	h.waitReady(svc)
 	h.idle()
-	release := make(chan struct{})
-	inFlight := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "sgw.update_locations" {
-			select {
-			case inFlight <- struct{}{}:
-				<-release
-			default:
-			}
-		}
-	})
+	inFlight, release := h.holdFirst("sgw.update_locations")
 	h.slice(svc, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.2.0.1"))
 	<-inFlight
 	var eps []ep
@@ -202,7 +184,7 @@ func TestBurstCoalesces(t *testing.T) {
 		defer h.engine.mu.Unlock()
 		return len(h.engine.tracker.Wanted(uid(svc))) == 39
 	})
-	close(release)
+	release()
 	var want []string
 	for i := 2; i <= 40; i++ {
 		want = append(want, fmt.Sprintf("10.2.0.%d=%s", i, uid(svc)))
@@ -287,17 +269,7 @@ func TestIPv6Service(t *testing.T) {
 // bring back an address that was removed.
 func TestEndpointsDuringCreate(t *testing.T) {
 	h := newHarness(t)
-	release := make(chan struct{})
-	registering := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "sgw.update_services" {
-			select {
-			case registering <- struct{}{}:
-				<-release
-			default:
-			}
-		}
-	})
+	registering, release := h.holdFirst("sgw.update_services")
 	h.start()
 	h.node("n1", "10.1.0.4")
 	svc := h.service("default", "web")
@@ -318,7 +290,7 @@ func TestEndpointsDuringCreate(t *testing.T) {
 		defer h.engine.mu.Unlock()
 		return len(h.engine.tracker.Wanted(uid(svc))) == 1
 	})
-	close(release)
+	release()
 	h.waitAddresses("10.1.0.4: 10.2.0.1=" + uid(svc))
 	h.idle()
 	// A node event re-reads the Service's endpoints: nothing changes.

@@ -353,14 +353,7 @@ func TestKubernetesFailures(t *testing.T) {
 // Bug 32: Run returns only after the call in flight has.
 func TestStopWaitsForCallInFlight(t *testing.T) {
 	h := newHarness(t)
-	release := make(chan struct{})
-	inCall := make(chan struct{}, 1)
-	h.setBefore(func(c testutil.Call) {
-		if c.Op == "pip.put" {
-			inCall <- struct{}{}
-			<-release
-		}
-	})
+	inCall, release := h.holdFirst("pip.put")
 	h.start()
 	svc := h.service("default", "web")
 	if err := h.ensure(svc); err != nil {
@@ -378,7 +371,7 @@ func TestStopWaitsForCallInFlight(t *testing.T) {
 		t.Fatal("Run returned while a call was in flight")
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(release)
+	release()
 	wg.Wait()
 }
 

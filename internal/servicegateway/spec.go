@@ -96,6 +96,7 @@ func admit(svc *v1.Service) (*lbSpec, *rejection) {
 		spec.idle = int32(n)
 	}
 	seen := map[string]string{}
+	front := map[string]string{}
 	for i, p := range svc.Spec.Ports {
 		at := fmt.Sprintf("spec.ports[%d]", i)
 		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
@@ -111,6 +112,10 @@ func admit(svc *v1.Service) (*lbSpec, *rejection) {
 		if p.Port < 1 || p.Port > 65534 || backend < 1 || backend > 65535 {
 			return nil, reject(ReasonUnsupportedPort, "%s: port %d (1 to 65534) or target port %d (1 to 65535) is out of range", at, p.Port, backend)
 		}
+		if prev, dup := front[names.ServiceRule(p.Protocol, p.Port)]; dup {
+			return nil, reject(ReasonUnsupportedPort, "%s and %s both expose %s port %d", prev, at, p.Protocol, p.Port)
+		}
+		front[names.ServiceRule(p.Protocol, p.Port)] = at
 		key := string(p.Protocol) + "/" + strconv.Itoa(int(backend))
 		if prev, dup := seen[key]; dup {
 			return nil, reject(ReasonBackendPortCollision, "%s and %s both send %s to target port %d; pods are reached directly, so each protocol and target port may be used once", prev, at, p.Protocol, backend)

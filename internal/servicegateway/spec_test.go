@@ -2,6 +2,7 @@ package servicegateway
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -186,4 +187,48 @@ func TestServiceEndpoints(t *testing.T) {
 	if _, ok := got.nodes["gone"]; !ok || len(got.nodes) != 3 {
 		t.Errorf("nodes %v: an unknown node is remembered for when it comes", got.nodes)
 	}
+}
+
+// admit never panics, and what it admits is servable: ports in range,
+// rules unique by name and by protocol and backend port.
+func FuzzAdmit(f *testing.F) {
+	f.Add("4", "true", int32(80), "8080", "TCP", int32(443), "", "UDP")
+	f.Add("31", "", int32(65535), "http", "SCTP", int32(0), "0", "TCP")
+	f.Add(" 10 ", "TRUE", int32(53), "53", "UDP", int32(53), "53", "TCP")
+	f.Fuzz(func(t *testing.T, idle, internal string, p1 int32, t1, proto1 string, p2 int32, t2, proto2 string) {
+		tp := func(s string) intstr.IntOrString {
+			if n, err := strconv.Atoi(s); err == nil && n >= 0 && n < 1<<31 {
+				return intstr.FromInt32(int32(n))
+			}
+			return intstr.FromString(s)
+		}
+		svc := lbService(func(s *v1.Service) {
+			s.Annotations = map[string]string{annotations.KeyTCPIdleTimeout: idle, annotations.KeyInternal: internal}
+			s.Spec.Ports = []v1.ServicePort{
+				{Port: p1, TargetPort: tp(t1), Protocol: v1.Protocol(proto1)},
+				{Port: p2, TargetPort: tp(t2), Protocol: v1.Protocol(proto2)},
+			}
+		})
+		spec, rej := admit(svc)
+		if (spec == nil) == (rej == nil) {
+			t.Fatalf("admit = %v, %v", spec, rej)
+		}
+		if rej != nil {
+			if rej.reason == "" || rej.message == "" {
+				t.Fatalf("refusal without reason or message: %+v", rej)
+			}
+			return
+		}
+		if spec.idle < minIdleTimeout || spec.idle > maxIdleTimeout {
+			t.Fatalf("idle %d", spec.idle)
+		}
+		names, backends := map[string]bool{}, map[string]bool{}
+		for _, r := range spec.rules {
+			key := string(r.protocol) + "/" + strconv.Itoa(int(r.backendPort))
+			if names[r.name] || backends[key] || r.port < 1 || r.port > 65534 || r.backendPort < 1 || r.backendPort > 65535 {
+				t.Fatalf("unservable rules %+v", spec.rules)
+			}
+			names[r.name], backends[key] = true, true
+		}
+	})
 }

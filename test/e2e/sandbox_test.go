@@ -94,6 +94,13 @@ func TestSandboxUpStatusDown(t *testing.T) {
 			t.Errorf("%s left behind after Down", pidFile)
 		}
 	}
+	checkSandboxRaces(t, dir)
+}
+
+// checkSandboxRaces fails on data races in azlb code the sandbox's
+// controller reported.
+func checkSandboxRaces(t *testing.T, dir string) {
+	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(dir, "logs", "controller.log")); err == nil {
 		for _, race := range ourRaces(string(b)) {
 			t.Errorf("the sandbox controller hit a data race in azlb code:\n%s", race)

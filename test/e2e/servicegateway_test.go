@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -248,9 +247,5 @@ func TestContainerSandbox(t *testing.T) {
 		}
 	}
 	sandbox.Down(dir)
-	if b, err := os.ReadFile(filepath.Join(dir, "logs", "controller.log")); err == nil {
-		for _, race := range ourRaces(string(b)) {
-			t.Errorf("the sandbox controller hit a data race in azlb code:\n%s", race)
-		}
-	}
+	checkSandboxRaces(t, dir)
 }

@@ -120,22 +120,7 @@ func TestReplayRecordings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tgt, stop := newTarget(t)
-			defer stop()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			results, err := Run(ctx, c, tgt, OptionsFor(n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(results) != len(c.Interactions) {
-				t.Fatalf("replayed %d of %d interactions", len(results), len(c.Interactions))
-			}
-			for _, r := range results {
-				if !r.Passed() {
-					t.Error(r.String())
-				}
-			}
+			replayAll(t, c, OptionsFor(n))
 		})
 	}
 }
@@ -157,11 +142,18 @@ func TestReplayServiceGatewayChinaCloudVariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	replayAll(t, c, OptionsFor("servicegatewayclient.yaml"))
+}
+
+// replayAll replays a cassette against a fresh emulator and fails on every
+// interaction that does not match.
+func replayAll(t *testing.T, c *Cassette, opts Options) {
+	t.Helper()
 	tgt, stop := newTarget(t)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	results, err := Run(ctx, c, tgt, OptionsFor("servicegatewayclient.yaml"))
+	results, err := Run(ctx, c, tgt, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
