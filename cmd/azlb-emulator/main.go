@@ -18,6 +18,7 @@ import (
 
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/emulator/replay"
+	"github.com/azlb/azlb/internal/version"
 )
 
 func main() {
@@ -77,10 +78,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
 	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
 	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("azlb-emulator"))
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "azlb-emulator: unexpected argument %q (subcommands: replay)\n", fs.Arg(0))
