@@ -76,6 +76,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	window := fs.Duration("write-budget-window", emulator.DefaultWriteBudgetWindow, "refill window of the write budget")
 	v4 := fs.String("public-ipv4-cidr", emulator.DefaultPublicIPv4CIDR, "range public IPv4 addresses are allocated from")
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
+	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
+	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
@@ -98,6 +100,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv, err := emulator.Start(emulator.Options{
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6,
+		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage,
 		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret,
 	}, *listen, *plain)
 	if err != nil {

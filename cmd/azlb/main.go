@@ -1,8 +1,10 @@
 // Command azlb is the azlb command-line tool:
 //
-//	azlb sandbox up [--dir .sandbox] [--bin bin] [--demo multi|nic]   start the whole system on this machine
+//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container]
+//	                                                                 start the whole system on this machine
 //	azlb sandbox down [--dir .sandbox]                               stop it
-//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools and admin state
+//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state
+//	                                                                 and the service gateway's pods
 //	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
 //	                                                                 a power action on a node's VM (ARM)
 //	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets (the NIC demo runs it)
@@ -38,7 +40,7 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--demo multi|nic]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
   azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
@@ -79,7 +81,8 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	bin := fs.String("bin", "bin", "directory holding the built binaries")
 	rbac := fs.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest the controller runs with")
 	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
-	demo := fs.String("demo", sandbox.DemoMulti, "the demo cluster: multi (two load balancers, IP-based pools) or nic (NIC-based pools over emulated VMs)")
+	variant := fs.String("variant", sandbox.VariantMulti, "the demo cluster: "+sandbox.VariantMulti+" (two Standard load balancers, IP-based pools), "+
+		sandbox.VariantNIC+" (NIC-based pools over emulated VMs) or "+sandbox.VariantContainer+" (pod-based load balancing through a service gateway)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,12 +94,26 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Demo: *demo, Out: out}); err != nil {
+	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Out: out, Variant: *variant}); err != nil {
 		sandbox.Down(abs)
 		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
 	}
-	if *demo == sandbox.DemoNIC {
+	switch *variant {
+	case sandbox.VariantNIC:
 		fmt.Fprintf(out, nicHelp, *dir)
+		return nil
+	case sandbox.VariantContainer:
+		fmt.Fprintf(out, `
+The pod-based (Container Load Balancer) sandbox is running. Try:
+
+  export KUBECONFIG=%[1]s/kubeconfig
+  bin/kubectl get svc -n demo                  # external IPs from the emulated Azure
+  bin/azlb status                              # each Service's load balancer; the gateway's pods per node
+  bin/kubectl -n demo delete endpointslice web-1   # web's pods leave the gateway
+  bin/azlb status
+
+Files: %[1]s (azure.json, kubeconfig, emulator-ca.pem, logs/). Stop everything with: make sandbox-down
+`, *dir)
 		return nil
 	}
 	fmt.Fprintf(out, `
@@ -160,6 +177,11 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	snap, err := status.Collect(ctx, clients, lbRG, cfg.ResourceGroup, cs)
 	if err != nil {
 		return err
+	}
+	if cfg.PodIPMode() {
+		if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
+			return err
+		}
 	}
 	return status.Render(out, snap)
 }

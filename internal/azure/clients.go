@@ -98,10 +98,14 @@ type Clients struct {
 	BackendPool  BackendPoolClient
 	PublicIP     PublicIPClient
 	Subnet       SubnetClient
-	ScaleSet     ScaleSetClient
-	ScaleSetVM   ScaleSetVMClient
-	VM           VMClient
-	Interface    InterfaceClient
+	// Compute and network interface clients (node lifecycle, NIC-based
+	// pools).
+	ScaleSet   ScaleSetClient
+	ScaleSetVM ScaleSetVMClient
+	VM         VMClient
+	Interface  InterfaceClient
+	// ServiceGateway is the client of pod-based backend pools.
+	ServiceGateway ServiceGatewayClient
 
 	subscriptionID string
 	cred           azcore.TokenCredential
@@ -242,6 +246,11 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		c.Subnet = &subnetClient{base: newBase(ClientSubnet), c: sn}
 	}
 	if err == nil {
+		var sg *armnetwork.ServiceGatewaysClient
+		sg, err = armnetwork.NewServiceGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientServiceGateway))
+		c.ServiceGateway = &serviceGatewayClient{base: newBase(ClientServiceGateway), c: sg}
+	}
+	if err == nil {
 		err = c.computeClients(cfg.SubscriptionID, newBase)
 	}
 	if err != nil {
@@ -272,6 +281,8 @@ func metricName(client string) string {
 		return "vm"
 	case ClientInterface:
 		return "interface"
+	case ClientServiceGateway:
+		return "servicegateway"
 	}
 	return client
 }

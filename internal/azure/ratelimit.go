@@ -72,6 +72,8 @@ func effectiveRateLimit(cfg *config.Config, client string) config.RateLimitConfi
 		return cfg.RateLimitFor(config.RateLimitClientVM)
 	case ClientInterface:
 		return cfg.RateLimitFor(config.RateLimitClientInterface)
+	case ClientServiceGateway:
+		return cfg.RateLimitFor(config.RateLimitClientServiceGateway)
 	default:
 		return cfg.RateLimitFor("")
 	}

@@ -19,6 +19,7 @@ const (
 	ClientScaleSetVM      = "virtualMachineScaleSetVM"
 	ClientVM              = "virtualMachine"
 	ClientInterface       = "interface"
+	ClientServiceGateway  = "serviceGateway"
 )
 
 // requestInfo travels in the request context from a client method to the

@@ -47,6 +47,10 @@ type kindSpec struct {
 	// render, when set, renders a version at a phase (Compute kinds, whose
 	// documents are not shaped like Microsoft.Network's).
 	render func(v *version, ph phase) obj
+	// serveExtra serves routes under the resource other than its child
+	// collections (serviceGateways' services, addressLocations and POST
+	// actions); it returns false when the route is not one of them.
+	serveExtra func(e *Emulator, c *reqCtx, k *kindSpec) bool
 }
 
 // collSpec is a child collection of a resource.

@@ -168,8 +168,9 @@ func nicEntryConfig(a obj) string {
 }
 
 // checkPoolRefs validates the pools one ip configuration lists: each must
-// exist, be listed once, not hold IP-based addresses, and not belong to a
-// load balancer of another SKU than the others (skus collects the SKU per
+// exist, be listed once, not hold IP-based addresses, not belong to a sku
+// Service load balancer (its members come from a service gateway), and not
+// belong to a load balancer of another SKU than the others (skus collects the SKU per
 // load balancer over the whole resource). It returns the canonical ids.
 func (wc *writeCtx) checkPoolRefs(ids []string, owner string, skus map[string]string) ([]string, *armError) {
 	out := make([]string, 0, len(ids))
@@ -192,6 +193,10 @@ func (wc *writeCtx) checkPoolRefs(ids []string, owner string, skus map[string]st
 		sku := ""
 		if s, ok := lbv.doc["sku"].(obj); ok {
 			sku = stringOf(s["name"])
+		}
+		if sku == lbSKUService {
+			return nil, nrpError(http.StatusBadRequest, "BackendAddressesNotSupportedOnServiceSkuLoadBalancer",
+				"Ip configuration %s cannot reference backend address pool %s of a sku Service load balancer, which takes its members from a service gateway.", owner, canon)
 		}
 		lbID, _ := poolLB(canon)
 		for other, osku := range skus {

@@ -44,6 +44,10 @@ type Cloud struct {
 	// Inventory reads the VMs behind nodes.
 	Inventory *compute.Inventory
 	instances *Instances
+
+	// podLB, when set, is the LoadBalancer of pod-based load balancing
+	// (serviceGatewayEnabled) in place of the node-pool Provider.
+	podLB cloudprovider.LoadBalancer
 }
 
 var (
@@ -78,7 +82,13 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 		return nil, err
 	}
 	dec := &storeDecoupler{}
-	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool, Decoupler: dec})
+	// Pod-based load balancing puts no ip configuration in a pool, so its
+	// per-Service load balancers are deleted without the decoupling reads.
+	var decoupler lbstore.Decoupler = dec
+	if cfg.PodIPMode() {
+		decoupler = nil
+	}
+	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool, Decoupler: decoupler})
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +170,20 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.SetListers(f.Core().V1().Namespaces().Lister(), f.Core().V1().Nodes().Lister(), listSlices, synced)
 }
 
-// LoadBalancer is supported.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.Provider, true }
+// UseLoadBalancer makes lb the cloud's LoadBalancer in place of the
+// node-pool Provider: pod-based load balancing (the command wires it when
+// serviceGatewayEnabled is set; provider imports no controller). Call it
+// before the controllers start.
+func (c *Cloud) UseLoadBalancer(lb cloudprovider.LoadBalancer) { c.podLB = lb }
+
+// LoadBalancer is supported: the node-pool Provider, or what
+// UseLoadBalancer set.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.podLB != nil {
+		return c.podLB, true
+	}
+	return c.Provider, true
+}
 
 // Instances is not supported.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }

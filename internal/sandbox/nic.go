@@ -19,17 +19,6 @@ import (
 	"github.com/azlb/azlb/internal/nodeagent"
 )
 
-// Demos Up can create.
-const (
-	// DemoMulti: two Standard load balancers with IP-based pools, nodes
-	// without VMs, a Local Service with a dedicated pool.
-	DemoMulti = "multi"
-	// DemoNIC: one load balancer with NIC-based pools over a scale set and
-	// availability-set VMs in the emulator, whose nodes a simulated kubelet
-	// per node keeps Ready while their VM runs.
-	DemoNIC = "nic"
-)
-
 // NodesFile lists the simulated nodes of the NIC demo (nodeagent.Node as
 // JSON); `azlb node-agent` reads it.
 const NodesFile = "nodes.json"

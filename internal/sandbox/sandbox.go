@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
-	"github.com/azlb/azlb/internal/nodeagent"
 )
 
 // Options of Up.
@@ -42,10 +41,11 @@ type Options struct {
 	// SecurePort is the controller manager's /metrics and /healthz port on
 	// 127.0.0.1; 0 means 10258.
 	SecurePort int
-	// Demo is DemoMulti ("" too) or DemoNIC.
-	Demo string
 	// Out receives progress lines.
 	Out io.Writer
+	// Variant selects the demo: VariantMulti ("" too), VariantNIC or
+	// VariantContainer.
+	Variant string
 }
 
 // Files the sandbox writes under Dir.
@@ -59,6 +59,9 @@ const (
 // demo Service has its ingress IP.
 func Up(ctx context.Context, o Options) error {
 	start := time.Now()
+	if !knownVariant(o.Variant) {
+		return fmt.Errorf("unknown sandbox variant %q (known: %s, %s, %s)", o.Variant, VariantMulti, VariantNIC, VariantContainer)
+	}
 	if running(o.Dir) {
 		return fmt.Errorf("a sandbox is already running in %s: stop it with 'make sandbox-down'", o.Dir)
 	}
@@ -113,38 +116,14 @@ func Up(ctx context.Context, o Options) error {
 	cs := kubernetes.NewForConfigOrDie(rc)
 
 	// 3. Seed Azure, write azure.json, apply RBAC, start the controller.
-	nic := o.Demo == DemoNIC
-	if o.Demo != "" && o.Demo != DemoMulti && !nic {
-		return fmt.Errorf("unknown demo %q (%s or %s)", o.Demo, DemoMulti, DemoNIC)
-	}
 	env, err := devenv.Connect(ctx, url, caFile, nil)
 	if err != nil {
 		return err
 	}
-	azureJSON := filepath.Join(o.Dir, AzureJSONFile)
-	cfgJSON := AzureJSON(url, caFile)
-	if nic {
-		cfgJSON = NICAzureJSON(url, caFile)
-	}
-	if err := os.WriteFile(azureJSON, cfgJSON, 0o600); err != nil {
+	v := &variantRun{o: o, env: env, logs: logs, step: step}
+	azureJSON, err := v.seed(ctx, url, caFile, kube.AdminKubeconfig)
+	if err != nil {
 		return err
-	}
-	step("seeded resource group %s, virtual network %s; wrote %s", env.Config.ResourceGroup, env.Config.VnetName, azureJSON)
-	var nodes []nodeagent.Node
-	if nic {
-		if nodes, err = createNICVMs(ctx, env); err != nil {
-			return err
-		}
-		nodesFile, err := writeNodes(o.Dir, nodes)
-		if err != nil {
-			return err
-		}
-		step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
-		if err := startDetached(o.Dir, "azlb-node-agent", filepath.Join(logs, "node-agent.log"), filepath.Join(o.BinDir, "azlb"),
-			"node-agent", "--kubeconfig", kube.AdminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
-			return err
-		}
-		step("simulated kubelets started for %d nodes (Ready follows each VM's power state)", len(nodes))
 	}
 	if err := devenv.ApplyFile(ctx, cs, o.RBACFile); err != nil {
 		return err
@@ -159,13 +138,7 @@ func Up(ctx context.Context, o Options) error {
 	step("azlb-controller-manager started (the manager as ServiceAccount kube-system/azlb-controller-manager, each controller as its own)")
 
 	// 4. The demo cluster.
-	services := []string{"web", "api"}
-	if nic {
-		services = []string{"web"}
-		err = createNICDemo(ctx, cs)
-	} else {
-		err = createDemo(ctx, cs)
-	}
+	services, err := v.demo(ctx, cs)
 	if err != nil {
 		return err
 	}
@@ -176,11 +149,8 @@ func Up(ctx context.Context, o Options) error {
 		}
 		step("service %s/%s has ingress IP %s", DemoNamespace, name, ip)
 	}
-	if nic {
-		if err := waitNICMembers(ctx, env, len(nodes)); err != nil {
-			return fmt.Errorf("the %d VMs did not join the NIC-based pool (see %s): %w", len(nodes), filepath.Join(logs, "controller.log"), err)
-		}
-		step("the %d VMs are members of the NIC-based pool kubernetes/kubernetes", len(nodes))
+	if err := v.ready(ctx); err != nil {
+		return err
 	}
 	step("sandbox ready")
 	return nil

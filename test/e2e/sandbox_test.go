@@ -22,12 +22,10 @@ import (
 	"github.com/azlb/azlb/internal/status"
 )
 
-// The README's first command: everything starts, the demo Services get
-// their IPs, azlb status shows both load balancers and the Local Service's
-// dedicated pool, a taint shows as Down, and Down stops every process.
-// sandboxBin builds the sandbox's own binaries (emulator and CLI) and links
-// the others into a bin directory.
-func sandboxBin(t *testing.T) string {
+// sandboxBinDir is a bin directory for the sandbox: its own binaries
+// (emulator and CLI, which runs the NIC demo's node agent) built, the
+// controller under test and the Kubernetes binaries linked.
+func sandboxBinDir(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -50,8 +48,9 @@ func sandboxBin(t *testing.T) string {
 	return bin
 }
 
-// upSandbox starts a sandbox with a demo; it is stopped when the test ends.
-func upSandbox(t *testing.T, demo string) (sandbox.Options, *bytes.Buffer) {
+// upSandbox starts a sandbox variant (sandbox.Variant*, "" for the
+// default); it is stopped when the test ends.
+func upSandbox(t *testing.T, variant string) (sandbox.Options, *bytes.Buffer) {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -59,7 +58,7 @@ func upSandbox(t *testing.T, demo string) (sandbox.Options, *bytes.Buffer) {
 	}
 	dir := filepath.Join(t.TempDir(), ".sandbox")
 	var out bytes.Buffer
-	opts := sandbox.Options{Dir: dir, BinDir: sandboxBin(t), RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Demo: demo, Out: &out}
+	opts := sandbox.Options{Dir: dir, BinDir: sandboxBinDir(t), RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Variant: variant, Out: &out}
 	t.Cleanup(func() { sandbox.Down(dir) })
 	if err := sandbox.Up(context.Background(), opts); err != nil {
 		t.Fatalf("sandbox up: %v\n%s", err, out.String())
@@ -68,7 +67,8 @@ func upSandbox(t *testing.T, demo string) (sandbox.Options, *bytes.Buffer) {
 }
 
 // sandboxClients are ARM and Kubernetes clients for a running sandbox, and
-// a renderer of its azlb status.
+// a renderer of its azlb status (with the service gateway in pod-based
+// mode, as the CLI shows it).
 func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interface, func() string) {
 	t.Helper()
 	ctx := context.Background()
@@ -91,6 +91,11 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 		if err != nil {
 			t.Fatal(err)
 		}
+		if cfg.PodIPMode() {
+			if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var b bytes.Buffer
 		if err := status.Render(&b, snap); err != nil {
 			t.Fatal(err)
@@ -100,6 +105,9 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 	return clients, cs, render
 }
 
+// The README's first command: everything starts, the demo Services get
+// their IPs, azlb status shows both load balancers and the Local Service's
+// dedicated pool, a taint shows as Down, and Down stops every process.
 func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
 	opts, out := upSandbox(t, "")
@@ -136,6 +144,13 @@ func TestSandboxUpStatusDown(t *testing.T) {
 			t.Errorf("%s left behind after Down", pidFile)
 		}
 	}
+	checkSandboxRaces(t, dir)
+}
+
+// checkSandboxRaces fails on data races in azlb code the sandbox's
+// controller reported.
+func checkSandboxRaces(t *testing.T, dir string) {
+	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(dir, "logs", "controller.log")); err == nil {
 		for _, race := range ourRaces(string(b)) {
 			t.Errorf("the sandbox controller hit a data race in azlb code:\n%s", race)
@@ -162,7 +177,7 @@ func setTaintsWith(t *testing.T, cs kubernetes.Interface, node, key string) {
 // of one shows it Down until it is started again.
 func TestSandboxNICDemo(t *testing.T) {
 	ctx := context.Background()
-	opts, out := upSandbox(t, sandbox.DemoNIC)
+	opts, out := upSandbox(t, sandbox.VariantNIC)
 	if !strings.Contains(out.String(), "the 5 VMs are members of the NIC-based pool") {
 		t.Fatalf("no membership line:\n%s", out.String())
 	}
@@ -214,4 +229,5 @@ func TestSandboxNICDemo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(opts.Dir, "azlb-node-agent.pid")); err == nil {
 		t.Error("the node agent is left running after Down")
 	}
+	checkSandboxRaces(t, opts.Dir)
 }
