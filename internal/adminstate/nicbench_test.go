@@ -29,6 +29,7 @@ import (
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/nicpool"
 	"github.com/azlb/azlb/internal/testutil"
+	"github.com/azlb/azlb/internal/testutil/cputime"
 )
 
 // BenchmarkNICCutoverLatency is BenchmarkCutoverLatency on a NIC-based
@@ -134,12 +135,14 @@ func benchNICCutover(b *testing.B, size int, nic bool) {
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	cpu := cputime.Start()
 	for i := range b.N {
 		name := nodes[1+i].Name
 		_, acked := cc.setTaintsAt(b, name, taintOOS)
 		lat = append(lat, waitDown(b, cc, name).Sub(acked))
 	}
 	b.StopTimer()
+	cpuTime := cpu.Elapsed()
 	slices.Sort(lat)
 	calls, puts := 0, 0
 	for _, r := range env.Emulator().Requests() {
@@ -153,6 +156,7 @@ func benchNICCutover(b *testing.B, size int, nic bool) {
 	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
 	b.ReportMetric(ms(p50), "p50-ms")
 	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(cpuTime)/float64(b.N), "cpu-ms/cutover")
 	b.ReportMetric(float64(calls)/float64(b.N), "arm-calls/cutover")
 	b.ReportMetric(float64(puts)/float64(b.N), "pool-puts/cutover")
 	b.Logf("%d cutovers on a pool of %d VMs (NIC-based: %v): p50 %v p99 %v (bounds: p50 <= %v, p99 <= %v)", b.N, size, nic, p50, p99,

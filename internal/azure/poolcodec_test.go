@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/testutil/cputime"
 )
 
 // randomPool builds a pool exercising every field the codec handles: nil
@@ -326,36 +327,44 @@ func BenchmarkPoolCodec(b *testing.B) {
 	}
 	b.Run("decode/sdk", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
+		cpu := cputime.Start()
 		for b.Loop() {
 			var out armnetwork.BackendAddressPool
 			if err := json.Unmarshal(body, &out); err != nil {
 				b.Fatal(err)
 			}
 		}
+		cpu.Report(b)
 	})
 	b.Run("decode/azlb", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
+		cpu := cputime.Start()
 		for b.Loop() {
 			if _, err := decodePool(body); err != nil {
 				b.Fatal(err)
 			}
 		}
+		cpu.Report(b)
 	})
 	b.Run("encode/sdk", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
+		cpu := cputime.Start()
 		for b.Loop() {
 			if _, err := json.Marshal(p); err != nil {
 				b.Fatal(err)
 			}
 		}
+		cpu.Report(b)
 	})
 	b.Run("encode/azlb", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
+		cpu := cputime.Start()
 		for b.Loop() {
 			if _, err := encodePool(&p); err != nil {
 				b.Fatal(err)
 			}
 		}
+		cpu.Report(b)
 	})
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/azlb/azlb/internal/testutil/cputime"
 )
 
 // benchClients is the number of concurrent clients the benchmarks use.
@@ -206,6 +208,43 @@ func BenchmarkBackendPoolPUT(b *testing.B) {
 			runParallel(b, be, http.StatusOK, tc.rate, func(w, i int) (string, string, string) {
 				return http.MethodPut, paths[w], bodies[i%len(bodies)]
 			})
+		})
+	}
+}
+
+// BenchmarkPoolCutoverHandler measures the emulator's CPU for one admin-state
+// cutover of a backend pool of n IP-based addresses, in process (no TLS, no
+// latency): "put" is the pool PUT with one entry's adminState changed (parse,
+// validate, store, answer), "get" the read that follows it.
+//
+//	go test -run '^$' -bench BenchmarkPoolCutoverHandler -benchmem ./internal/emulator/
+func BenchmarkPoolCutoverHandler(b *testing.B) {
+	for _, n := range []int{250, 1000} {
+		h := seedHandlerWith(b, Options{WriteBudget: 1 << 30})
+		path := strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1)
+		bodies := make([]string, 7)
+		for i := range bodies {
+			bodies[i] = poolBody(n, i)
+		}
+		b.Run(fmt.Sprintf("entries=%d/put", n), func(b *testing.B) {
+			i := 0
+			cpu := cputime.Start()
+			for b.Loop() {
+				if rec := h.do(b, http.MethodPut, path, bodies[i%len(bodies)], nil); rec.Code != http.StatusOK && rec.Code != http.StatusCreated {
+					b.Fatalf("PUT: %d %s", rec.Code, rec.Body)
+				}
+				i++
+			}
+			cpu.Report(b)
+		})
+		b.Run(fmt.Sprintf("entries=%d/get", n), func(b *testing.B) {
+			cpu := cputime.Start()
+			for b.Loop() {
+				if rec := h.do(b, http.MethodGet, path, "", nil); rec.Code != http.StatusOK {
+					b.Fatalf("GET: %d %s", rec.Code, rec.Body)
+				}
+			}
+			cpu.Report(b)
 		})
 	}
 }

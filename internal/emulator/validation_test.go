@@ -12,7 +12,13 @@ import (
 // IP "basic", and Standard LB "lb" using "pip".
 func seedHandler(t testing.TB) *handlerEnv {
 	t.Helper()
-	h := newHandlerEnv(t, Options{})
+	return seedHandlerWith(t, Options{})
+}
+
+// seedHandlerWith is seedHandler with emulator options.
+func seedHandlerWith(t testing.TB, o Options) *handlerEnv {
+	t.Helper()
+	h := newHandlerEnv(t, o)
 	h.mustDo(t, 201, http.MethodPut, rgPath("rg"), `{"location":"eastus"}`)
 	h.mustDo(t, 201, http.MethodPut, netPath("rg", "virtualNetworks", "vnet"),
 		`{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":["10.0.0.0/16"]},"subnets":[{"name":"nodes","properties":{"addressPrefix":"10.0.0.0/24"}}]}}`)
