@@ -36,6 +36,8 @@ type Emulator struct {
 	faults  faultSet
 	log     requestLog
 	budgets budgets
+
+	dp *dataPlane // nil unless Options.DataPlane
 }
 
 // New returns an emulator with empty state. Invalid CIDRs in opts fall back
@@ -46,6 +48,9 @@ func New(opts Options) *Emulator {
 	if err := opts.validate(); err != nil {
 		e.configErr = err
 		e.opts.PublicIPv4CIDR, e.opts.PublicIPv6CIDR = DefaultPublicIPv4CIDR, DefaultPublicIPv6CIDR
+		if opts.DataPlane {
+			e.opts.PublicIPv4CIDR = DefaultDataPlanePublicIPv4CIDR
+		}
 	}
 	e.v4 = netip.MustParsePrefix(e.opts.PublicIPv4CIDR).Masked()
 	e.v6 = netip.MustParsePrefix(e.opts.PublicIPv6CIDR).Masked()
@@ -54,7 +59,19 @@ func New(opts Options) *Emulator {
 	e.principalID = e.ids.uuid()
 	e.latency.Store(int64(opts.Latency))
 	e.resetState()
+	if opts.DataPlane {
+		e.dp = newDataPlane(opts)
+	}
 	return e
+}
+
+// Close stops the data plane, if any: its listeners close and its flows
+// end. The emulator keeps answering ARM calls.
+func (e *Emulator) Close() error {
+	if e.dp == nil {
+		return nil
+	}
+	return e.dp.close()
 }
 
 func (e *Emulator) resetState() {
@@ -99,6 +116,7 @@ func (e *Emulator) Reset() {
 	e.faults.clear()
 	e.log.reset()
 	e.budgets.reset()
+	e.syncDataPlane()
 }
 
 // statusWriter records the status code written.
@@ -179,6 +197,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lro = fault.LROResult
 	}
 	e.serveARM(sw, r, base, lro)
+	if e.dp != nil && isWriteMethod(r.Method) && sw.status/100 == 2 {
+		e.syncDataPlane()
+	}
 }
 
 // isAADPath reports whether path looks like /{tenant}/oauth2/... or
