@@ -16,7 +16,9 @@
 //   - A served rule listens on its frontend address and port and relays
 //     every accepted connection to one member on the backend port, chosen
 //     by hashing the flow (rendezvous hashing over the 5-tuple, or the
-//     2-/3-tuple of the SourceIP modes) among the eligible members.
+//     2-/3-tuple of the SourceIP modes) among the eligible members. The
+//     member sees the connection come from the frontend's address (the
+//     client's cannot be kept by a relay).
 //   - Eligibility follows Azure: on a rule with a probe, AdminState Up
 //     always takes new flows, Down never does, None follows the probe; on a
 //     rule without a probe every member does. Members are probed (TCP

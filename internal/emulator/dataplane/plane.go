@@ -353,7 +353,10 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 		resetConn(client)
 		return
 	}
-	d := net.Dialer{Timeout: p.o.DialTimeout}
+	// The member sees the flow come from the frontend's address: a relay
+	// cannot keep the client's, and this tells a member serving several
+	// frontends on one port (floating IP) which one the flow came through.
+	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: cfg.Frontend.Addr().AsSlice()}}
 	bc, err := d.Dial("tcp4", net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(cfg.BackendPort))))
 	if err != nil {
 		rs.counters.backendFailures.Add(1)
