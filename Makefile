@@ -4,29 +4,83 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  ?= ./...
 # Unit and integration packages: everything but the end-to-end suite.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v /test/e2e)
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart)
+comma := ,
 BIN   := $(CURDIR)/bin
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: help build tools test test-unit test-e2e bench lint fmt vet golangci fuzz sandbox sandbox-down clean
+# Version stamping: k8s.io/component-base/version feeds --version and the
+# kubernetes_build_info metric. Without a v* tag the version is
+# v0.0.0-<commit>. Timestamps come from the commit, so a rebuild of the same
+# commit gives the same image digests.
+GIT_COMMIT        := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TREE_STATE    := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),dirty,clean)
+VERSION           ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(if $(filter dirty,$(GIT_TREE_STATE)),-dirty))
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+BUILD_DATE        := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG       := k8s.io/component-base/version
+LDFLAGS           := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
+                     -X $(VERSION_PKG).gitTreeState=$(GIT_TREE_STATE) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
+
+# Images (see docs/install.md): IMAGE_REGISTRY/IMAGE_TAG as `make push` uses
+# them; OCI layouts under _out/images/<name>.
+IMAGE_REGISTRY  ?= localhost:5000
+IMAGE_TAG       ?= $(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGES          := azlb-controller-manager azlb-emulator
+OUT             := $(CURDIR)/_out
+IMAGE_TOOL       = $(GO) -C hack/tools/image
+
+.PHONY: help build tools test test-unit test-e2e test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
+	image image-binaries push manifests update-dependencies
 
 help: ## show this help
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+image-binaries:
+	@for p in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
+	  os=$${p%/*}; arch=$${p#*/}; \
+	  echo "go build $$os/$$arch: $(IMAGES)"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	    -o $(OUT)/bin/$${os}_$${arch}/ $(addprefix ./cmd/,$(IMAGES)) || exit 1; \
+	done
+
+image: image-binaries ## OCI images (IMAGE_PLATFORMS, one index each) under _out/images/, no daemon needed
+	$(IMAGE_TOOL) run . build --bin-dir $(OUT)/bin --out $(OUT)/images --tag $(IMAGE_TAG) \
+	  --platforms $(IMAGE_PLATFORMS) --version $(VERSION) --revision $(GIT_COMMIT) --created $(SOURCE_DATE_EPOCH) $(IMAGES)
+
+push: image ## push the images to $(IMAGE_REGISTRY)/<name>:$(IMAGE_TAG)
+	$(IMAGE_TOOL) run . push --dir $(OUT)/images --registry $(IMAGE_REGISTRY) --tag $(IMAGE_TAG) $(IMAGES)
 
 tools: ## build kube-apiserver and kubectl v1.37.1 and etcd into bin/ (cached; first build takes minutes)
 	./hack/build-tools.sh
 
-test: lint test-unit test-e2e ## run every test (race detector on), e2e included
+test: lint test-unit test-image test-chart test-e2e ## run every test (race detector on), e2e included
 
 test-unit: ## unit and integration tests (in-process emulator, client-go fakes)
 	$(GO) test $(TEST_FLAGS) $(UNIT_PKGS)
 
+test-image: image ## build the images, check them (user, entrypoint, platforms, --version) and push to a loopback registry
+	$(IMAGE_TOOL) test $(TEST_FLAGS) ./...
+	AZLB_IMAGE_DIR=$(OUT)/images AZLB_IMAGE_TAG=$(IMAGE_TAG) AZLB_IMAGE_VERSION=$(VERSION) $(GO) test $(TEST_FLAGS) ./test/image/
+
+test-chart: ## helm lint and helm template of deploy/helm/azlb, asserted; deploy/rbac.yaml is its rendering
+	./hack/build-tools.sh helm
+	$(GO) test $(TEST_FLAGS) ./test/chart/
+
+update-dependencies: ## upgrade Go dependencies and the tool modules under hack/tools, tidy, verify, build
+	./hack/update-dependencies.sh
+
+manifests: ## regenerate deploy/rbac.yaml from the chart
+	./hack/build-tools.sh helm
+	./hack/render-rbac.sh > deploy/rbac.yaml
+
 test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + etcd + the emulator
-	./hack/build-tools.sh kube-apiserver etcd
+	./hack/build-tools.sh kube-apiserver etcd helm
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
 bench: ## benchmarks (emulator throughput, client overhead, controller figures)
@@ -43,10 +97,12 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(IMAGE_TOOL) vet ./...
 
 golangci:
 	./hack/build-tools.sh golangci-lint
 	$(BIN)/golangci-lint run --timeout 15m $(PKGS)
+	cd hack/tools/image && $(BIN)/golangci-lint run --timeout 15m ./...
 
 sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (runs in the background)
 	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN)
@@ -55,4 +111,4 @@ sandbox-down: ## stop everything make sandbox started
 	@if [ -x $(BIN)/azlb ]; then $(BIN)/azlb sandbox down --dir .sandbox; else echo "nothing to stop"; fi
 
 clean:
-	rm -rf $(BIN) .sandbox
+	rm -rf $(BIN) .sandbox $(OUT)

@@ -7,8 +7,11 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
@@ -24,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/provider"
+	"github.com/azlb/azlb/internal/version"
 )
 
 func main() {
@@ -47,7 +51,18 @@ func main() {
 
 	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer, controllerInitializers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
 	cmd.Use = "azlb-controller-manager"
+	cmd.PreRun = printVersion
 	os.Exit(cli.Run(cmd))
+}
+
+// printVersion answers --version with azlb's name and build (the
+// framework's own answer names Kubernetes); --version=raw stays the
+// framework's.
+func printVersion(cmd *cobra.Command, _ []string) {
+	if f := cmd.Flags().Lookup("version"); f != nil && f.Value.String() == "true" {
+		fmt.Println(version.String(cmd.Use))
+		os.Exit(0)
+	}
 }
 
 func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {

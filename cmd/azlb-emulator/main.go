@@ -20,6 +20,7 @@ import (
 
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/emulator/replay"
+	"github.com/azlb/azlb/internal/version"
 )
 
 func main() {
@@ -78,10 +79,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	v4 := fs.String("public-ipv4-cidr", "", "range public IPv4 addresses are allocated from (default "+emulator.DefaultPublicIPv4CIDR+", or "+emulator.DefaultDataPlanePublicIPv4CIDR+" with --data-plane)")
 	dataPlane := fs.Bool("data-plane", false, "carry real TCP on loopback for load balancing rules whose frontend and members are loopback addresses (see docs/data-plane.md)")
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("azlb-emulator"))
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "azlb-emulator: unexpected argument %q (subcommands: replay)\n", fs.Arg(0))

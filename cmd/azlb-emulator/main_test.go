@@ -168,3 +168,13 @@ func TestReplayUsage(t *testing.T) {
 		t.Fatalf("missing CA: exit %d: %s", code, errOut.String())
 	}
 }
+
+func TestVersionFlagPrintsVersionAndServesNothing(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--version", "--listen", "256.0.0.1:1"}, &out, &errOut); code != 0 {
+		t.Fatalf("run --version = %d, stderr %q", code, errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "azlb-emulator ") || !strings.Contains(out.String(), "commit ") {
+		t.Errorf("--version printed %q, want the program name and its build", out.String())
+	}
+}

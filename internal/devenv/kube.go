@@ -28,8 +28,10 @@ import (
 )
 
 // Identities the local API server knows (static tokens). The controller
-// identity is the ServiceAccount deploy/rbac.yaml binds, so it gets exactly
-// the permissions a real deployment gets and nothing more.
+// identity is the manager's ServiceAccount of the Helm chart (deploy/rbac.yaml
+// is its rendering), so it gets exactly the permissions a real deployment
+// gets and nothing more; with --use-service-account-credentials it mints the
+// tokens of the controllers' own ServiceAccounts.
 const (
 	AdminUser      = "azlb-admin"
 	ControllerUser = "system:serviceaccount:kube-system:azlb-controller-manager"

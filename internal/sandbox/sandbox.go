@@ -125,10 +125,10 @@ func Up(ctx context.Context, o Options) error {
 	kc := kube.ControllerKubeconfig
 	if err := startDetached(o.Dir, "azlb-controller-manager", filepath.Join(logs, "controller.log"), filepath.Join(o.BinDir, "azlb-controller-manager"),
 		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--leader-elect=false", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)), "--v=2"); err != nil {
+		"--leader-elect=false", "--use-service-account-credentials", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)), "--v=2"); err != nil {
 		return err
 	}
-	step("azlb-controller-manager started (as ServiceAccount kube-system/azlb-controller-manager)")
+	step("azlb-controller-manager started (the manager as ServiceAccount kube-system/azlb-controller-manager, each controller as its own)")
 
 	// 4. The demo cluster.
 	if err := createDemo(ctx, cs); err != nil {

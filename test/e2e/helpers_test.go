@@ -33,6 +33,8 @@ type controller struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  string
+	// port serves /healthz and /metrics on 127.0.0.1.
+	port int
 }
 
 // writeConfig writes an azure.json for the suite's emulator with extra
@@ -63,8 +65,11 @@ func writeConfigFor(t *testing.T, env *devenv.Env, extra map[string]any) string 
 	return path
 }
 
-// startController runs the controller as the azlb ServiceAccount. It is
-// stopped (SIGTERM) when the test ends, unless the test killed it.
+// startController runs the controller with the chart's arguments, as the
+// chart's identities: the manager as the azlb-controller-manager
+// ServiceAccount, each controller as its own. The test's flags follow and
+// win (the pod's IP is loopback here). It is stopped (SIGTERM) when the test
+// ends, unless the test killed it.
 func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *controller {
 	t.Helper()
 	port, err := freePort()
@@ -77,7 +82,11 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 		t.Fatal(err)
 	}
 	kc := suite.kube.ControllerKubeconfig
-	cmd := exec.Command(suite.ccmBinary,
+	args := make([]string, 0, len(suite.chartArgs)+12)
+	for _, a := range suite.chartArgs {
+		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", "127.0.0.1"))
+	}
+	args = append(args,
 		"--cloud-config", cloudConfig,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--leader-elect="+strconv.FormatBool(leaderElect),
@@ -85,12 +94,13 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 		"--secure-port", strconv.Itoa(port),
 		"--v=2",
 	)
+	cmd := exec.Command(suite.ccmBinary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &controller{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	c := &controller{name: name, cmd: cmd, done: make(chan struct{}), log: logPath, port: port}
 	go func() {
 		_ = cmd.Wait()
 		_ = logf.Close()
@@ -101,6 +111,9 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 		if b, err := os.ReadFile(logPath); err == nil {
 			for _, race := range ourRaces(string(b)) {
 				t.Errorf("controller %s hit a data race in azlb code:\n%s", name, race)
+			}
+			for _, line := range forbidden(string(b)) {
+				t.Errorf("controller %s was refused by RBAC (deploy/helm/azlb/files/identities.yaml lacks a rule):\n%s", name, line)
 			}
 		}
 		if t.Failed() {
@@ -301,6 +314,18 @@ func deleteService(t *testing.T, ns, name string) {
 // race detector too; k8s.io/cloud-provider v0.37.1's service controller has
 // one (serviceCache.allServices reads a cached Service while a sync writes
 // it) that azlb cannot fix and that must not fail azlb's suite.
+// forbidden returns the log lines of requests the API server's RBAC
+// refused: the chart's identities must grant everything the controllers do.
+func forbidden(log string) []string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "is forbidden: User \"system:serviceaccount:") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 func ourRaces(log string) []string {
 	var out []string
 	const start, end = "WARNING: DATA RACE", "=================="

@@ -1,7 +1,13 @@
-// Package e2e runs the real azlb-controller-manager binary, as the
-// ServiceAccount deploy/rbac.yaml grants, against a real kube-apiserver
-// v1.37.1 + etcd on loopback and the ARM emulator, and checks the outcome
-// through the Kubernetes API and the emulator's state.
+// Package e2e runs the real azlb-controller-manager binary against a real
+// kube-apiserver v1.37.1 + etcd on loopback and the ARM emulator, and checks
+// the outcome through the Kubernetes API and the emulator's state.
+//
+// The controller runs as the Helm chart deploys it: the suite renders
+// deploy/helm/azlb with helm, applies its ServiceAccounts and RBAC, and
+// starts the binary with the container arguments of the rendered
+// Deployment (--use-service-account-credentials among them), so every
+// controller calls the API server as its own identity with exactly the
+// chart's rules; a missing rule fails the suite.
 //
 // Run it with `make test-e2e` (it builds the binaries first).
 package e2e
@@ -15,6 +21,7 @@ import (
 	"runtime"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
@@ -25,9 +32,11 @@ import (
 var suite struct {
 	root, work string
 	ccmBinary  string
-	env        *devenv.Env
-	kube       *devenv.Kube
-	cs         kubernetes.Interface
+	// chartArgs are the controller's arguments in the chart's Deployment.
+	chartArgs []string
+	env       *devenv.Env
+	kube      *devenv.Kube
+	cs        kubernetes.Interface
 }
 
 func TestMain(m *testing.M) {
@@ -58,10 +67,14 @@ func run(m *testing.M) int {
 	return code
 }
 
+// e2eVersion is the version the suite stamps into the controller.
+const e2eVersion = "v0.0.0-e2e"
+
 func setup() error {
 	ctx := context.Background()
 	suite.ccmBinary = filepath.Join(suite.work, "azlb-controller-manager")
-	args := []string{"build", "-o", suite.ccmBinary}
+	// Stamped as make build stamps it, with a version the tests look for.
+	args := []string{"build", "-o", suite.ccmBinary, "-ldflags", "-X k8s.io/component-base/version.gitVersion=" + e2eVersion}
 	if os.Getenv("AZLB_E2E_RACE") != "" {
 		args = append(args, "-race") // make test-e2e runs the controller with the race detector
 	}
@@ -90,7 +103,30 @@ func setup() error {
 		return err
 	}
 	suite.cs = kubernetes.NewForConfigOrDie(rc)
-	return devenv.ApplyFile(ctx, suite.cs, filepath.Join(suite.root, "deploy", "rbac.yaml"))
+	return applyChart(ctx)
+}
+
+// applyChart renders the chart with its defaults, applies its identities
+// and keeps its Deployment's container arguments.
+func applyChart(ctx context.Context) error {
+	manifest, err := devenv.RenderChart(ctx, filepath.Join(suite.root, "bin"), filepath.Join(suite.root, "deploy", "helm", "azlb"),
+		"--set", "image.registry=e2e.invalid")
+	if err != nil {
+		return err
+	}
+	objs, err := devenv.DecodeManifest("chart", manifest)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			suite.chartArgs = d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	if suite.chartArgs == nil {
+		return fmt.Errorf("the chart renders no Deployment")
+	}
+	return devenv.Apply(ctx, suite.cs, "chart", devenv.Identities(objs))
 }
 
 func teardown() {

@@ -1,0 +1,56 @@
+package devenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// ErrNoHelm is returned when bin/helm is missing.
+var ErrNoHelm = errors.New("helm missing (build it with hack/build-tools.sh helm)")
+
+// RenderChart runs `helm template azlb <chart> --namespace kube-system
+// <args>` with the helm binary in binDir and returns the manifest.
+func RenderChart(ctx context.Context, binDir, chart string, args ...string) ([]byte, error) {
+	helm := filepath.Join(binDir, "helm")
+	if _, err := os.Stat(helm); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHelm, helm)
+	}
+	cmd := exec.CommandContext(ctx, helm, append([]string{"template", "azlb", chart, "--namespace", "kube-system"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// helm keeps caches and plugins under HOME; a run must not depend on
+	// or write to the user's.
+	home, err := os.MkdirTemp("", "azlb-helm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
+	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("helm template %s: %w: %s", chart, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// Identities keeps the ServiceAccounts and RBAC objects of objs: what a
+// controller manager runs as, without the workload.
+func Identities(objs []runtime.Object) []runtime.Object {
+	var out []runtime.Object
+	for _, o := range objs {
+		switch o.(type) {
+		case *corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+			out = append(out, o)
+		}
+	}
+	return out
+}
