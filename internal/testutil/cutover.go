@@ -3,6 +3,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"sync"
@@ -41,6 +42,10 @@ type Cutover struct {
 	Stop func()
 	// Rate is new connections per second (default 200).
 	Rate int
+	// Jitter, when set, waits a random time in [0, Jitter) of steady load
+	// before the event: with the probe interval, the node stops at a random
+	// point of the probe cycle, as it would in a real cluster.
+	Jitter time.Duration
 	// Quiet ends the measurement once no new connection reached the node
 	// (or failed) for this long after the node stopped (default 1.5 s);
 	// MaxAfter bounds it (default 25 s after the event).
@@ -101,6 +106,9 @@ func RunCutover(t testing.TB, sc CutoverScenario, c Cutover) CutoverReport {
 	Poll(t, 10*time.Second, "the Service answering before the node leaves", func() bool {
 		return time.Since(started) > 600*time.Millisecond && load.answeredSince(time.Now().Add(-500*time.Millisecond)) >= c.Rate/4
 	})
+	if c.Jitter > 0 {
+		time.Sleep(rand.N(c.Jitter)) // the scenario's schedule: a random phase
+	}
 	rep := CutoverReport{Scenario: sc, Event: time.Now()}
 	if sc.Taint {
 		if err := c.Taint(ctx); err != nil {

@@ -33,7 +33,8 @@ const cutoverLatency = 25 * time.Millisecond
 // nodes, through the emulator's data plane (probe: azlb's default TCP probe
 // on the node port, 5 s x 2), with azlb's provider and admin-state
 // controller writing the load balancer. Each scenario runs on a fresh
-// cluster.
+// cluster, and the node leaves at a random point of the probe cycle (run
+// with -count for the spread).
 //
 //	go test -run '^$' -bench BenchmarkCutover -benchtime 1x ./test/integration/
 func BenchmarkCutover(b *testing.B) {
@@ -41,7 +42,9 @@ func BenchmarkCutover(b *testing.B) {
 		b.Run(sc.Name, func(b *testing.B) {
 			for range b.N {
 				cl := startCutoverCluster(b, 4)
-				rep := testutil.RunCutover(b, sc, cl.cutover("node-1"))
+				c := cl.cutover("node-1")
+				c.Jitter = 5 * time.Second // a random point of the 5 s probe cycle
+				rep := testutil.RunCutover(b, sc, c)
 				b.ReportMetric(float64(rep.Failed), "failed-conns")
 				b.ReportMetric(float64(rep.Window.Milliseconds()), "window-ms")
 				b.ReportMetric(float64(rep.Sent), "conns")
