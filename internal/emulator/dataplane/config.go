@@ -122,8 +122,8 @@ func (r *Rule) check() string {
 		return fmt.Sprintf("frontend %s is not a loopback address (the data plane listens on 127.0.0.0/8 only)", r.Frontend.Addr())
 	case r.Frontend.Port() == 0:
 		return "frontend port 0 (HA ports) is not served"
-	case r.Protocol != ProtocolTCP:
-		return fmt.Sprintf("protocol %s is not served (TCP only)", r.Protocol)
+	case r.Protocol != ProtocolTCP && r.Protocol != ProtocolUDP:
+		return fmt.Sprintf("protocol %s is not served (Tcp and Udp are)", r.Protocol)
 	case r.BackendPort == 0:
 		return "backend port 0 is not served"
 	}

@@ -356,8 +356,8 @@ func TestRuleRemovedStopsListening(t *testing.T) {
 
 func TestUnservedRulesSayWhy(t *testing.T) {
 	r := newRig(t)
-	udp := r.rule(nil, nil)
-	udp.ID, udp.Protocol = "udp", dataplane.ProtocolUDP
+	all := r.rule(nil, nil)
+	all.ID, all.Protocol = "all", dataplane.ProtocolAll
 	public := r.rule(nil, nil)
 	public.ID, public.Frontend = "public", netip.MustParseAddrPort("20.40.0.4:80")
 	ha := r.rule(nil, nil)
@@ -368,7 +368,7 @@ func TestUnservedRulesSayWhy(t *testing.T) {
 	unset.ID, unset.Unserved = "unset", "the frontend's public IP has no address yet"
 	offbox := r.rule([]dataplane.Member{{Name: "far", Addr: netip.MustParseAddr("10.240.0.4")}}, r.tcpProbe(1))
 	offbox.ID = "offbox"
-	r.apply(udp, public, ha, v6, unset, offbox)
+	r.apply(all, public, ha, v6, unset, offbox)
 	for _, st := range r.p.Status().Rules {
 		if st.ID == "offbox" {
 			if !st.Served || st.Members[0].Health != "Unprobed" || st.Members[0].Eligible {
@@ -458,5 +458,87 @@ func TestCloseStopsEverything(t *testing.T) {
 	r.apply(r.rule(r.members(""), nil)) // after Close: ignored
 	if len(r.p.Status().Rules) != 0 {
 		t.Fatal("Apply after Close served something")
+	}
+}
+
+// udpBackend answers every datagram with its name until the test ends.
+func udpBackend(t *testing.T, name string, at netip.AddrPort) {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			_, from, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteToUDPAddrPort([]byte(name), from)
+		}
+	}()
+	t.Cleanup(func() { _ = pc.Close(); <-done })
+}
+
+// ask sends a datagram on c and returns the answer.
+func ask(t *testing.T, c *net.UDPConn) string {
+	t.Helper()
+	if _, err := c.Write([]byte("who")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, err := c.Read(buf)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(buf[:n])
+}
+
+func TestUDPFlowsMoveOffAMemberThatGoesDown(t *testing.T) {
+	r := newRig(t)
+	r.backend(1) // the TCP probe's target
+	r.backend(2)
+	up := r.addr(1)
+	udpPort := testutil.FreePort(t, up)
+	udpBackend(t, "m1", netip.AddrPortFrom(r.addr(1), udpPort))
+	udpBackend(t, "m2", netip.AddrPortFrom(r.addr(2), udpPort))
+	rule := r.rule(r.members("", ""), r.tcpProbe(1))
+	rule.Protocol, rule.BackendPort = dataplane.ProtocolUDP, udpPort
+	r.apply(rule)
+	r.until("m1", "eligible", eligible)
+	r.until("m2", "eligible", eligible)
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(r.fe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := ask(t, c)
+	if first != "m1" && first != "m2" {
+		t.Fatalf("answer %q", first)
+	}
+	if again := ask(t, c); again != first {
+		t.Fatalf("one client's flow answered by %s, then %s", first, again)
+	}
+	other := map[string]string{"m1": "m2", "m2": "m1"}[first]
+	states := map[string]dataplane.AdminState{first: dataplane.AdminDown}
+	rule.Members = r.members(states["m1"], states["m2"])
+	r.apply(rule)
+	if got := ask(t, c); got != other {
+		t.Fatalf("after %s went Down the flow was answered by %q, want %s", first, got, other)
+	}
+	st := r.status()
+	if st.Counters.NewFlows != 2 || st.Counters.ActiveFlows != 1 || st.Counters.BytesIn != 9 || st.Counters.BytesOut != 6 {
+		t.Fatalf("counters %+v", st.Counters)
+	}
+	// Idle flows end.
+	testutil.Poll(t, wait, "a ticker", r.clock.HasWaiters)
+	r.clock.Step(5 * time.Minute)
+	testutil.Poll(t, wait, "the idle UDP flow expired", func() bool { return r.status().Counters.IdleTimeouts == 1 })
+	if r.status().Counters.ActiveFlows != 0 {
+		t.Fatal("an expired flow is still active")
 	}
 }

@@ -11,10 +11,11 @@
 //     address and port, its members with their admin states, its probe,
 //     idle timeout, TCP reset and distribution mode). Apply is idempotent
 //     and never fails; what cannot be served (a frontend that is not an
-//     IPv4 loopback address, port 0, UDP, a port already taken) is reported
+//     IPv4 loopback address, port 0, protocol All, a port already taken) is reported
 //     by Status with the reason.
 //   - A served rule listens on its frontend address and port and relays
-//     every accepted connection to one member on the backend port, chosen
+//     every accepted connection (TCP) or flow (UDP: a client address and
+//     port) to one member on the backend port, chosen
 //     by hashing the flow (rendezvous hashing over the 5-tuple, or the
 //     2-/3-tuple of the SourceIP modes) among the eligible members. The
 //     member sees the connection come from the frontend's address (the
@@ -25,8 +26,9 @@
 //     connect, or HTTP(S) GET expecting 200) every Interval; Threshold
 //     consecutive results change their state; an HTTP answer other than 200
 //     takes a member out at once. A member starts Down until probed Up.
-//   - Established flows are never moved: a member going Down (probe or
-//     admin state) keeps its flows. A member removed from the pool has its
+//   - Established TCP flows are never moved: a member going Down (probe or
+//     admin state) keeps its flows; a UDP flow moves to another member with
+//     its next datagram, as Azure does. A member removed from the pool has its
 //     flows reset after the pool's drain period. A flow idle for the rule's
 //     idle timeout is reset at both ends when TCP reset is on, otherwise
 //     silently dropped (nothing is relayed any more).

@@ -40,9 +40,9 @@ func (m *memberRT) eligible(probed bool) bool {
 // (rendezvous hashing, so a flow's choice moves only when its member
 // leaves). allProbedUp lets every member that is not Down take flows when
 // none is probed up.
-func pick(members []memberRT, probed, allProbedUp bool, dist Distribution, src, dst netip.AddrPort) (int, bool) {
+func pick(members []memberRT, probed, allProbedUp bool, dist Distribution, proto byte, src, dst netip.AddrPort) (int, bool) {
 	h := fnv.New64a()
-	_, _ = h.Write(flowKey(dist, src, dst))
+	_, _ = h.Write(flowKey(dist, proto, src, dst))
 	key := h.Sum64()
 	best, bestScore := -1, uint64(0)
 	consider := func(i int) {
@@ -66,17 +66,23 @@ func pick(members []memberRT, probed, allProbedUp bool, dist Distribution, src, 
 	return best, best >= 0
 }
 
-// flowKey serializes the fields of a TCP flow the distribution mode hashes.
-func flowKey(dist Distribution, src, dst netip.AddrPort) []byte {
+// IP protocol numbers, as hashed.
+const (
+	protoTCP = 6
+	protoUDP = 17
+)
+
+// flowKey serializes the fields of a flow the distribution mode hashes.
+func flowKey(dist Distribution, proto byte, src, dst netip.AddrPort) []byte {
 	b := make([]byte, 0, 2*16+2*2+1)
 	b = append(b, src.Addr().AsSlice()...)
 	b = append(b, dst.Addr().AsSlice()...)
 	switch dist {
 	case DistributionSourceIP:
 	case DistributionSourceIPProtocol:
-		b = append(b, 6) // TCP
+		b = append(b, proto)
 	default:
-		b = append(b, byte(src.Port()>>8), byte(src.Port()), byte(dst.Port()>>8), byte(dst.Port()), 6)
+		b = append(b, byte(src.Port()>>8), byte(src.Port()), byte(dst.Port()>>8), byte(dst.Port()), proto)
 	}
 	return b
 }

@@ -20,8 +20,8 @@ func TestPickMovesOnlyTheFlowsOfALeavingMember(t *testing.T) {
 	counts := map[string]int{}
 	for port := 1000; port < 3000; port++ {
 		src := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
-		i, ok := pick(all, false, false, DistributionDefault, src, dst)
-		j, ok2 := pick(fewer, false, false, DistributionDefault, src, dst)
+		i, ok := pick(all, false, false, DistributionDefault, protoTCP, src, dst)
+		j, ok2 := pick(fewer, false, false, DistributionDefault, protoTCP, src, dst)
 		if !ok || !ok2 {
 			t.Fatal("no member picked")
 		}

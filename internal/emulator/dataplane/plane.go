@@ -68,10 +68,15 @@ type ruleState struct {
 	unserved string
 	members  []memberRT
 	stats    map[netip.Addr]*memberStats
-	ln       net.Listener
+	ln       net.Listener // a TCP rule's listener
+	udp      *udpServer   // a UDP rule's socket
 	lnAddr   netip.AddrPort
-	flows    map[*flow]struct{}
+	lnProto  Protocol
+	flows    map[*flow]struct{} // TCP flows
 }
+
+// served reports whether the rule has its listener or socket open.
+func (rs *ruleState) served() bool { return rs.ln != nil || rs.udp != nil }
 
 type ruleCounters struct {
 	newFlows, noBackend, backendFailures, idleTimeouts, drainResets atomic.Uint64
@@ -123,7 +128,11 @@ func (p *Plane) Apply(cfg Config) {
 	}
 	seen := map[string]bool{}
 	want := map[healthKey]Probe{}
-	claimed := map[netip.AddrPort]string{}
+	type socket struct {
+		addr  netip.AddrPort
+		proto Protocol
+	}
+	claimed := map[socket]string{}
 	var applied []*ruleState
 	for _, r := range cfg.Rules {
 		id := strings.ToLower(r.ID)
@@ -138,10 +147,10 @@ func (p *Plane) Apply(cfg Config) {
 		}
 		reason := r.check()
 		if reason == "" {
-			if other, dup := claimed[r.Frontend]; dup {
-				reason = fmt.Sprintf("frontend %s is already served by rule %s", r.Frontend, other)
+			if other, dup := claimed[socket{r.Frontend, r.Protocol}]; dup {
+				reason = fmt.Sprintf("frontend %s (%s) is already served by rule %s", r.Frontend, r.Protocol, other)
 			} else {
-				claimed[r.Frontend] = r.ID
+				claimed[socket{r.Frontend, r.Protocol}] = r.ID
 			}
 		}
 		if reason == "" && r.Probe != nil {
@@ -171,7 +180,7 @@ func (p *Plane) Apply(cfg Config) {
 func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
 	rs.mu.Lock()
 	rs.cfg, rs.unserved = r, reason
-	if reason != "" || (rs.ln != nil && rs.lnAddr != r.Frontend) {
+	if reason != "" || (rs.served() && (rs.lnAddr != r.Frontend || rs.lnProto != r.Protocol)) {
 		p.closeListenerLocked(rs)
 	}
 	if reason != "" {
@@ -200,7 +209,7 @@ func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
 		rs.counters.drainResets.Add(1)
 		f.reset()
 	}
-	if reason == "" && rs.ln == nil {
+	if reason == "" && !rs.served() {
 		p.listen(rs)
 	}
 }
@@ -209,9 +218,16 @@ func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
 // reason and retried by the sweeper.
 func (p *Plane) listen(rs *ruleState) {
 	rs.mu.Lock()
-	fe := rs.cfg.Frontend
+	fe, proto := rs.cfg.Frontend, rs.cfg.Protocol
 	rs.mu.Unlock()
-	ln, err := net.Listen("tcp4", fe.String())
+	var ln net.Listener
+	var pc *net.UDPConn
+	var err error
+	if proto == ProtocolUDP {
+		pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(fe))
+	} else {
+		ln, err = net.Listen("tcp4", fe.String())
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if err != nil {
@@ -220,7 +236,12 @@ func (p *Plane) listen(rs *ruleState) {
 		return
 	}
 	rs.unserved = ""
-	rs.ln, rs.lnAddr = ln, fe
+	rs.lnAddr, rs.lnProto = fe, proto
+	if pc != nil {
+		rs.udp = p.serveUDP(rs, pc)
+		return
+	}
+	rs.ln = ln
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -229,6 +250,10 @@ func (p *Plane) listen(rs *ruleState) {
 }
 
 func (p *Plane) closeListenerLocked(rs *ruleState) {
+	if rs.udp != nil {
+		rs.udp.close()
+		rs.udp = nil
+	}
 	if rs.ln == nil {
 		return
 	}
@@ -342,7 +367,7 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	dst, _ := netip.ParseAddrPort(client.LocalAddr().String())
 	rs.mu.Lock()
 	cfg := rs.cfg
-	i, ok := pick(rs.members, cfg.Probe != nil, cfg.Probe != nil && cfg.Probe.AllProbedUp, cfg.Distribution, src, dst)
+	i, ok := pick(rs.members, cfg.Probe != nil, cfg.Probe != nil && cfg.Probe.AllProbedUp, cfg.Distribution, protoTCP, src, dst)
 	var m memberRT
 	if ok {
 		m = rs.members[i]
@@ -440,8 +465,12 @@ func (p *Plane) sweepOnce() {
 				}
 			}
 		}
-		retry := rs.ln == nil && rs.cfg.check() == "" && strings.HasPrefix(rs.unserved, "listen: ")
+		retry := !rs.served() && rs.cfg.check() == "" && strings.HasPrefix(rs.unserved, "listen: ")
+		udp := rs.udp
 		rs.mu.Unlock()
+		if udp != nil && idle > 0 {
+			udp.expire(now, idle)
+		}
 		for _, f := range resets {
 			f.reset()
 		}

@@ -102,7 +102,7 @@ func (rs *ruleState) status() RuleStatus {
 	c := rs.cfg
 	st := RuleStatus{
 		ID: c.ID, Frontend: c.Frontend.String(), Protocol: string(c.Protocol), BackendPort: int(c.BackendPort),
-		Served: rs.ln != nil, Reason: rs.unserved, IdleTimeout: c.IdleTimeout.String(),
+		Served: rs.served(), Reason: rs.unserved, IdleTimeout: c.IdleTimeout.String(),
 		TCPReset: c.TCPReset, FloatingIP: c.FloatingIP, Distribution: string(c.Distribution),
 		Counters: Counters{
 			NewFlows: rs.counters.newFlows.Load(), NoBackend: rs.counters.noBackend.Load(),
