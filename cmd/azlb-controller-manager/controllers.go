@@ -18,6 +18,7 @@ import (
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/localservice"
 	"github.com/azlb/azlb/internal/provider"
+	"github.com/azlb/azlb/internal/servicegateway"
 )
 
 // Client identities (ServiceAccounts with --use-service-account-credentials)
@@ -27,13 +28,15 @@ const (
 	clientAdminState   = "azlb-admin-state-controller"
 	clientSpotEviction = "azlb-spot-eviction-controller"
 	clientLocalService = "azlb-local-service-controller"
+	clientGateway      = "azlb-service-gateway-controller"
 )
 
 // defaultControllers run unless --controllers says otherwise: azlb
 // implements load balancers only, so the framework's node and route
 // controllers stay off.
 func defaultControllers() []string {
-	return []string{names.ServiceLBController, adminstate.ControllerAdminState, adminstate.ControllerSpotEviction, localservice.ControllerName}
+	return []string{names.ServiceLBController, adminstate.ControllerAdminState, adminstate.ControllerSpotEviction, localservice.ControllerName,
+		servicegateway.ControllerName}
 }
 
 // controllerInitializers lists every controller --controllers knows: the
@@ -60,6 +63,10 @@ func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
 	inits[localservice.ControllerName] = app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: clientLocalService},
 		Constructor: startLocalService,
+	}
+	inits[servicegateway.ControllerName] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: clientGateway},
+		Constructor: startServiceGateway,
 	}
 	return inits
 }
@@ -94,6 +101,10 @@ func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.Co
 			klog.FromContext(ctx).Info("Admin-state controller disabled by enableLoadBalancerAdminState=false")
 			return nil, false, nil
 		}
+		if az.Config.PodIPMode() {
+			klog.FromContext(ctx).Info("Admin-state controller idle: pod-based load balancing has no node pools")
+			return nil, false, nil
+		}
 		client, err := clientFor(cfg, ic)
 		if err != nil {
 			return nil, false, err
@@ -122,8 +133,8 @@ func startSpotEviction(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.
 		if err != nil {
 			return nil, false, err
 		}
-		if !az.Config.AdminStateEnabled() {
-			klog.FromContext(ctx).Info("Spot-eviction controller disabled by enableLoadBalancerAdminState=false")
+		if !az.Config.AdminStateEnabled() || az.Config.PodIPMode() {
+			klog.FromContext(ctx).Info("Spot-eviction controller idle: enableLoadBalancerAdminState=false, or pod-based load balancing (no node pools)")
 			return nil, false, nil
 		}
 		client, err := clientFor(cfg, ic)
@@ -176,6 +187,48 @@ func startLocalService(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.
 		}
 		go run(ctx, u.Name(), u.Run)
 		return u, true, nil
+	}
+}
+
+// startServiceGateway runs pod-based load balancing (serviceGatewayEnabled):
+// the engine behind the cloud's LoadBalancer.
+func startServiceGateway(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		az, err := azureCloud(cloud)
+		if err != nil {
+			return nil, false, err
+		}
+		if !az.Config.PodIPMode() {
+			klog.FromContext(ctx).Info("Service gateway controller idle: serviceGatewayEnabled is not set")
+			return nil, false, nil
+		}
+		lb, _ := az.LoadBalancer()
+		balancer, ok := lb.(*servicegateway.Balancer)
+		if !ok {
+			return nil, false, fmt.Errorf("the cloud's LoadBalancer is %T, not the service gateway's", lb)
+		}
+		client, err := clientFor(cfg, ic)
+		if err != nil {
+			return nil, false, err
+		}
+		f := cfg.SharedInformers
+		e, err := servicegateway.NewController(servicegateway.Options{
+			Config:         az.Config,
+			Store:          az.Store,
+			PublicIPs:      az.Clients.PublicIP,
+			Gateway:        az.Clients.ServiceGateway,
+			Client:         client,
+			Services:       f.Core().V1().Services(),
+			EndpointSlices: f.Discovery().V1().EndpointSlices(),
+			Nodes:          f.Core().V1().Nodes(),
+			Recorder:       provider.NewRecorder(ctx, client, clientGateway),
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		balancer.Attach(e)
+		go run(ctx, e.Name(), func(ctx context.Context) error { return e.Run(ctx, servicegateway.DefaultWorkers) })
+		return e, true, nil
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/provider"
+	"github.com/azlb/azlb/internal/servicegateway"
 	"github.com/azlb/azlb/internal/version"
 )
 
@@ -71,8 +72,15 @@ func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.In
 	if err != nil {
 		klog.Fatalf("Cloud provider could not be initialized: %v", err)
 	}
-	if _, err := azureCloud(cloud); err != nil {
+	az, err := azureCloud(cloud)
+	if err != nil {
 		klog.Fatalf("Cloud provider %q is not known (only %q is): %v", cc.Name, provider.ProviderName, err)
+	}
+	if az.Config.PodIPMode() {
+		// Pod-based load balancing: the service controller's calls go to
+		// the service gateway engine, which the service-gateway controller
+		// attaches when it starts.
+		az.UseLoadBalancer(servicegateway.NewBalancer())
 	}
 	return cloud
 }

@@ -79,6 +79,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	v4 := fs.String("public-ipv4-cidr", "", "range public IPv4 addresses are allocated from (default "+emulator.DefaultPublicIPv4CIDR+", or "+emulator.DefaultDataPlanePublicIPv4CIDR+" with --data-plane)")
 	dataPlane := fs.Bool("data-plane", false, "carry real TCP on loopback for load balancing rules whose frontend and members are loopback addresses (see docs/data-plane.md)")
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
+	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
+	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
@@ -101,6 +103,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv, err := emulator.Start(emulator.Options{
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
+		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage,
 		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret,
 	}, *listen, *plain)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Command azlb is the azlb command-line tool:
 //
-//	azlb sandbox up [--dir .sandbox] [--bin bin]   start the whole system on this machine
+//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant container]   start the whole system on this machine
 //	azlb sandbox down [--dir .sandbox]             stop it
 //	azlb status [--kubeconfig F] [--cloud-config F] show load balancers, pools and admin state
 //
@@ -35,7 +35,7 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant container]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
 `
@@ -70,6 +70,7 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	bin := fs.String("bin", "bin", "directory holding the built binaries")
 	rbac := fs.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest the controller runs with")
 	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
+	variant := fs.String("variant", "", "demo cluster: \"\" (two Standard load balancers, node pools) or \""+sandbox.VariantContainer+"\" (pod-based load balancing through a service gateway)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,9 +82,23 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Out: out}); err != nil {
+	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Out: out, Variant: *variant}); err != nil {
 		sandbox.Down(abs)
 		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
+	}
+	if *variant == sandbox.VariantContainer {
+		fmt.Fprintf(out, `
+The pod-based (Container Load Balancer) sandbox is running. Try:
+
+  export KUBECONFIG=%[1]s/kubeconfig
+  bin/kubectl get svc -n demo                  # external IPs from the emulated Azure
+  bin/azlb status                              # each Service's load balancer; the gateway's pods per node
+  bin/kubectl -n demo delete endpointslice web-1   # web's pods leave the gateway
+  bin/azlb status
+
+Files: %[1]s (azure.json, kubeconfig, emulator-ca.pem, logs/). Stop everything with: make sandbox-down
+`, *dir)
+		return nil
 	}
 	fmt.Fprintf(out, `
 The sandbox is running. Try:
@@ -146,6 +161,11 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	snap, err := status.Collect(ctx, clients, lbRG, cfg.ResourceGroup, cs)
 	if err != nil {
 		return err
+	}
+	if cfg.PodIPMode() {
+		if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
+			return err
+		}
 	}
 	return status.Render(out, snap)
 }

@@ -114,16 +114,22 @@ func writeOrDone[T any](ctx context.Context, b *base, op, resourceGroup, object,
 // list collects every page of a pager, skipping nil items.
 func list[P, T any](ctx context.Context, b *base, resourceGroup, object string,
 	newPager func() *runtime.Pager[P], items func(P) []*T) ([]*T, error) {
-	callCtx, err := b.admit(ctx, opList, resourceGroup, false)
+	return listOp(ctx, b, opList, resourceGroup, object, newPager, items)
+}
+
+// listOp is list under another operation name.
+func listOp[P, T any](ctx context.Context, b *base, op, resourceGroup, object string,
+	newPager func() *runtime.Pager[P], items func(P) []*T) ([]*T, error) {
+	callCtx, err := b.admit(ctx, op, resourceGroup, false)
 	if err != nil {
-		return nil, b.wrap(opList, object, err)
+		return nil, b.wrap(op, object, err)
 	}
 	var out []*T
 	pager := newPager()
 	for pager.More() {
 		page, err := pager.NextPage(callCtx)
 		if err != nil {
-			return nil, b.wrap(opList, object, err)
+			return nil, b.wrap(op, object, err)
 		}
 		for _, it := range items(page) {
 			if it != nil {

@@ -97,6 +97,8 @@ type Clients struct {
 	BackendPool  BackendPoolClient
 	PublicIP     PublicIPClient
 	Subnet       SubnetClient
+	// ServiceGateway is the client of pod-based backend pools.
+	ServiceGateway ServiceGatewayClient
 
 	subscriptionID string
 	cred           azcore.TokenCredential
@@ -236,6 +238,11 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		sn, err = armnetwork.NewSubnetsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientSubnet))
 		c.Subnet = &subnetClient{base: newBase(ClientSubnet), c: sn}
 	}
+	if err == nil {
+		var sg *armnetwork.ServiceGatewaysClient
+		sg, err = armnetwork.NewServiceGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientServiceGateway))
+		c.ServiceGateway = &serviceGatewayClient{base: newBase(ClientServiceGateway), c: sg}
+	}
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("azure clients: %w", redactError(err, secret))
@@ -256,6 +263,8 @@ func metricName(client string) string {
 		return "publicip"
 	case ClientSubnet:
 		return "subnet"
+	case ClientServiceGateway:
+		return "servicegateway"
 	}
 	return client
 }

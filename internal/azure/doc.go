@@ -5,8 +5,8 @@
 //
 // Contract:
 //
-//   - NewClients builds a LoadBalancerClient, BackendPoolClient, PublicIPClient
-//     and SubnetClient from azure.json (package internal/config): the cloud
+//   - NewClients builds a LoadBalancerClient, BackendPoolClient, PublicIPClient,
+//     SubnetClient and ServiceGatewayClient from azure.json (package internal/config): the cloud
 //     (AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud, or custom
 //     resourceManagerEndpoint/activeDirectoryAuthorityHost), the credential
 //     (workload identity, managed identity or client secret, through
@@ -29,8 +29,13 @@
 //     the SDK retry loop, for every attempt and every LRO poll.
 //   - Client-side rate limiting: each client has a read and a write token
 //     bucket (cloudProviderRateLimit*, overridden by loadBalancerRateLimit for
-//     the load balancer and backend pool clients and publicIPAddressRateLimit
-//     for the public IP client). A call without a token fails at once with
+//     the load balancer and backend pool clients, publicIPAddressRateLimit
+//     for the public IP client and serviceGatewayRateLimit for the service
+//     gateway client).
+//   - Service gateway POSTs (updateServices, updateAddressLocations) that
+//     NRP completes synchronously with 200 are successes, although the SDK
+//     rejects that status (CompletedSynchronously); an operation that ends
+//     Failed, or a 200 carrying an error code, is an error. A call without a token fails at once with
 //     *RateLimitedError; one token per method call.
 //   - Errors are wrapped with the client, operation and object ("azure
 //     loadBalancer get rg/name: ..."); use Classify, ThrottleRetryAfter and

@@ -63,6 +63,8 @@ func effectiveRateLimit(cfg *config.Config, client string) config.RateLimitConfi
 		return cfg.RateLimitFor(config.RateLimitClientLoadBalancer)
 	case ClientPublicIPAddress:
 		return cfg.RateLimitFor(config.RateLimitClientPublicIPAddress)
+	case ClientServiceGateway:
+		return cfg.RateLimitFor(config.RateLimitClientServiceGateway)
 	default:
 		return cfg.RateLimitFor("")
 	}

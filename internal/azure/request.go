@@ -15,6 +15,7 @@ const (
 	ClientBackendPool     = "backendPool"
 	ClientPublicIPAddress = "publicIPAddress"
 	ClientSubnet          = "subnet"
+	ClientServiceGateway  = "serviceGateway"
 )
 
 // requestInfo travels in the request context from a client method to the

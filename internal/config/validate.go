@@ -115,10 +115,34 @@ func (v *validator) loadBalancer(d *Config) {
 	if !contains(knownPoolTypes, d.LoadBalancerBackendPoolConfigurationType) {
 		v.add("loadBalancerBackendPoolConfigurationType", fmt.Sprintf("%s; got %q", oneOf(knownPoolTypes), d.LoadBalancerBackendPoolConfigurationType))
 	}
-	if d.LoadBalancerBackendPoolConfigurationType == BackendPoolPodIP && !d.ServiceGatewayEnabled {
-		v.add("loadBalancerBackendPoolConfigurationType", "podIP requires serviceGatewayEnabled: true")
+	v.serviceGateway(d)
+}
+
+// serviceGatewayFields names the three settings that select pod-based
+// backend pools; they are set together or not at all.
+const serviceGatewayFields = "serviceGatewayEnabled, loadBalancerBackendPoolConfigurationType, loadBalancerSku"
+
+// serviceGateway checks the pod-based (ServiceGateway) settings: the three
+// that select it come together, reported in one error naming all three, and
+// the mode needs the virtual network its backend pools refer to.
+func (v *validator) serviceGateway(d *Config) {
+	podIP := d.LoadBalancerBackendPoolConfigurationType == BackendPoolPodIP
+	serviceSKU := d.LoadBalancerSKU == LoadBalancerSKUService
+	if d.ServiceGatewayEnabled != podIP || podIP != serviceSKU {
+		v.add(serviceGatewayFields, fmt.Sprintf(
+			"pod-based backend pools need all three together (serviceGatewayEnabled: true, loadBalancerBackendPoolConfigurationType: podIP, loadBalancerSku: service) and none of them otherwise; got serviceGatewayEnabled: %t, loadBalancerBackendPoolConfigurationType: %q, loadBalancerSku: %q",
+			d.ServiceGatewayEnabled, d.LoadBalancerBackendPoolConfigurationType, d.LoadBalancerSKU))
+		return
+	}
+	if d.ServiceGatewayEnabled {
+		v.required("vnetName", d.VnetName, "required with serviceGatewayEnabled: the backend pools of pod-based load balancers refer to the cluster's virtual network")
 	}
 }
+
+// PodIPMode reports whether Services get pod-based backend pools through
+// the ServiceGateway API (serviceGatewayEnabled, which Validate accepts only
+// together with podIP pools and the service SKU).
+func (c *Config) PodIPMode() bool { return c.ServiceGatewayEnabled }
 
 func (v *validator) multipleSLBs(d *Config) {
 	if !d.UseMultipleStandardLoadBalancers() {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -35,11 +36,29 @@ func TestValidate(t *testing.T) {
 		{"bad sku", func(c *Config) { c.LoadBalancerSKU = "premium" }, []string{`loadBalancerSku: must be one of basic, standard, service; got "premium"`}},
 		{"sku any case", func(c *Config) { c.LoadBalancerSKU = "BASIC" }, nil},
 		{"bad pool type", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "vmIP" }, []string{"loadBalancerBackendPoolConfigurationType: must be one of nodeIPConfiguration, nodeIP, podIP"}},
-		{"podIP needs service gateway", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "podIP" }, []string{"loadBalancerBackendPoolConfigurationType: podIP requires serviceGatewayEnabled"}},
-		{"podIP with service gateway", func(c *Config) {
+		{"podIP alone", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "podIP" }, []string{sgwTriple(false, "podIP", "standard")}},
+		{"service SKU alone", func(c *Config) { c.LoadBalancerSKU = "Service" }, []string{sgwTriple(false, DefaultBackendPoolConfigurationType, "service")}},
+		{"serviceGatewayEnabled alone", func(c *Config) { c.ServiceGatewayEnabled = true }, []string{sgwTriple(true, DefaultBackendPoolConfigurationType, "standard")}},
+		{"serviceGatewayEnabled and podIP without the SKU", func(c *Config) {
+			c.ServiceGatewayEnabled = true
 			c.LoadBalancerBackendPoolConfigurationType = "podIP"
+		}, []string{sgwTriple(true, "podIP", "standard")}},
+		{"podIP and SKU without serviceGatewayEnabled", func(c *Config) {
+			c.LoadBalancerSKU = "service"
+			c.LoadBalancerBackendPoolConfigurationType = "PODIP"
+		}, []string{sgwTriple(false, "podIP", "service")}},
+		{"service gateway triple", func(c *Config) {
+			c.VnetName = "vnet"
+			c.LoadBalancerBackendPoolConfigurationType = "podIP"
+			c.LoadBalancerSKU = "service"
 			c.ServiceGatewayEnabled = true
 		}, nil},
+		{"service gateway needs vnetName", func(c *Config) {
+			c.LoadBalancerBackendPoolConfigurationType = "podIP"
+			c.LoadBalancerSKU = "service"
+			c.ServiceGatewayEnabled = true
+			c.VnetName = ""
+		}, []string{"vnetName: required with serviceGatewayEnabled"}},
 		{"multi SLB valid", func(c *Config) { c.MultipleStandardLoadBalancerConfigurations = multi("kubernetes", "lb-2") }, nil},
 		{"multi SLB default name case-insensitive", func(c *Config) { c.MultipleStandardLoadBalancerConfigurations = multi("Kubernetes") }, nil},
 		{"multi SLB named after loadBalancerName", func(c *Config) {
@@ -47,7 +66,10 @@ func TestValidate(t *testing.T) {
 			c.MultipleStandardLoadBalancerConfigurations = multi("edge", "lb-2")
 		}, nil},
 		{"multi SLB with service gateway", func(c *Config) {
+			c.VnetName = "vnet"
 			c.ServiceGatewayEnabled = true
+			c.LoadBalancerBackendPoolConfigurationType = "podIP"
+			c.LoadBalancerSKU = "service"
 			c.MultipleStandardLoadBalancerConfigurations = multi("kubernetes")
 		}, []string{"serviceGatewayEnabled: cannot be combined with multipleStandardLoadBalancerConfigurations"}},
 		{"multi SLB needs standard", func(c *Config) {
@@ -140,6 +162,12 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sgwTriple is the one error naming all three pod-based settings.
+func sgwTriple(enabled bool, pool, sku string) string {
+	return fmt.Sprintf("%s: pod-based backend pools need all three together (serviceGatewayEnabled: true, loadBalancerBackendPoolConfigurationType: podIP, loadBalancerSku: service) and none of them otherwise; got serviceGatewayEnabled: %t, loadBalancerBackendPoolConfigurationType: %q, loadBalancerSku: %q",
+		serviceGatewayFields, enabled, pool, sku)
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
@@ -235,5 +263,34 @@ func TestValidateCACertFileLimits(t *testing.T) {
 		c := baseConfig()
 		c.CACertFile = path
 		assertErrorContains(t, c.Validate(), "caCertFile: ", want)
+	}
+}
+
+// Any one or two of the pod-based settings without the rest is exactly one
+// error, and it names all three.
+func TestValidateServiceGatewayTripleIsOneError(t *testing.T) {
+	for mask := 1; mask < 7; mask++ {
+		c := baseConfig()
+		c.VnetName = "vnet"
+		c.ServiceGatewayEnabled = mask&1 != 0
+		if mask&2 != 0 {
+			c.LoadBalancerBackendPoolConfigurationType = "podIP"
+		}
+		if mask&4 != 0 {
+			c.LoadBalancerSKU = "service"
+		}
+		fes := fieldErrors(c.Validate())
+		if len(fes) != 1 || fes[0].Field != serviceGatewayFields {
+			t.Errorf("mask %03b: got %v, want one error on %q", mask, fes, serviceGatewayFields)
+		}
+	}
+	c := baseConfig()
+	c.ServiceGatewayEnabled, c.LoadBalancerBackendPoolConfigurationType, c.LoadBalancerSKU = true, "podip", "SERVICE"
+	c.VnetName = "vnet"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the full triple (any case) is valid: %v", err)
+	}
+	if !c.PodIPMode() {
+		t.Error("PodIPMode() = false with the triple set")
 	}
 }

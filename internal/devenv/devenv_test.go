@@ -4,10 +4,13 @@ import (
 	"context"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	"go.uber.org/goleak"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/names"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -47,6 +50,37 @@ func TestStartSeedsAndConnectAttaches(t *testing.T) {
 	}
 	if _, err := Connect(ctx, env.URL, "/does/not/exist.pem", nil); err == nil {
 		t.Fatal("Connect with a missing CA file succeeded")
+	}
+}
+
+// The pod-based environment: the gateway and its RP-owned outbound default.
+func TestSeedServiceGateway(t *testing.T) {
+	ctx := context.Background()
+	env, err := Start(ctx, t.TempDir(), emulator.Options{}, PodIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if !env.Config.PodIPMode() {
+		t.Fatal("PodIP did not select pod-based load balancing")
+	}
+	for range 2 { // idempotent
+		if err := env.SeedServiceGateway(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clients, err := env.Clients(ctx, azure.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clients.Close()
+	svcs, err := clients.ServiceGateway.GetServices(ctx, ResourceGroup, names.ServiceGateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(svcs) != 1 || *svcs[0].Name != names.DefaultOutboundService || !*svcs[0].Properties.IsDefault ||
+		*svcs[0].Properties.ServiceType != armnetwork.ServiceTypeOutbound {
+		t.Fatalf("services: %+v", svcs)
 	}
 }
 

@@ -71,7 +71,8 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 		}
 	}
 
-	if isWriteMethod(r.Method) && (rt.kind == routeGroup || rt.kind == routeResource || rt.kind == routeChild) {
+	if isWriteMethod(r.Method) && (rt.kind == routeGroup || rt.kind == routeResource || rt.kind == routeChild ||
+		(rt.kind == routeChildList && r.Method == http.MethodPost)) {
 		ok, left, retry := e.budgets.take(strings.ToLower(rt.sub), e.opts.WriteBudget, e.opts.WriteBudgetWindow, e.clock.Now())
 		if !ok {
 			ae := gatewayError(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",

@@ -191,6 +191,32 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		controlJSON(w, http.StatusOK, st)
+	case p == "/servicegateway" && r.Method == http.MethodPut:
+		var body struct {
+			PostStatus *int `json:"postStatus"`
+			PageSize   *int `json:"pageSize"`
+		}
+		if err := decodeStrict(r, &body); err != nil {
+			controlError(w, http.StatusBadRequest, "invalid service gateway settings: %v", err)
+			return
+		}
+		// Both fields are checked before either is applied.
+		opts := Options{ServiceGatewayPOSTStatus: int(e.sgwPostStatus.Load()), ServiceGatewayPageSize: int(e.sgwPageSize.Load())}
+		if body.PostStatus != nil {
+			opts.ServiceGatewayPOSTStatus = *body.PostStatus
+		}
+		if body.PageSize != nil {
+			opts.ServiceGatewayPageSize = *body.PageSize
+		}
+		if err := opts.validateServiceGateway(); err != nil {
+			controlError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		e.sgwPostStatus.Store(int32(opts.ServiceGatewayPOSTStatus))
+		e.sgwPageSize.Store(int32(opts.ServiceGatewayPageSize))
+		fallthrough
+	case p == "/servicegateway" && r.Method == http.MethodGet:
+		controlJSON(w, http.StatusOK, obj{"postStatus": int(e.sgwPostStatus.Load()), "pageSize": int(e.sgwPageSize.Load())})
 	case p == "/reset" && r.Method == http.MethodPost:
 		e.Reset()
 		w.WriteHeader(http.StatusNoContent)

@@ -37,6 +37,9 @@ type Emulator struct {
 	log     requestLog
 	budgets budgets
 
+	sgwPostStatus atomic.Int32 // SGWPostOK or SGWPostAccepted
+	sgwPageSize   atomic.Int32
+
 	dp *dataPlane // nil unless Options.DataPlane
 }
 
@@ -51,6 +54,12 @@ func New(opts Options) *Emulator {
 		if opts.DataPlane {
 			e.opts.PublicIPv4CIDR = DefaultDataPlanePublicIPv4CIDR
 		}
+		if s := e.opts.ServiceGatewayPOSTStatus; s != SGWPostOK && s != SGWPostAccepted {
+			e.opts.ServiceGatewayPOSTStatus = SGWPostOK
+		}
+		if n := e.opts.ServiceGatewayPageSize; n < 1 || n > 100000 {
+			e.opts.ServiceGatewayPageSize = DefaultSGWPageSize
+		}
 	}
 	e.v4 = netip.MustParsePrefix(e.opts.PublicIPv4CIDR).Masked()
 	e.v6 = netip.MustParsePrefix(e.opts.PublicIPv6CIDR).Masked()
@@ -58,6 +67,8 @@ func New(opts Options) *Emulator {
 	_, _ = crand.Read(e.tokenKey)
 	e.principalID = e.ids.uuid()
 	e.latency.Store(int64(opts.Latency))
+	e.sgwPostStatus.Store(int32(e.opts.ServiceGatewayPOSTStatus))
+	e.sgwPageSize.Store(int32(e.opts.ServiceGatewayPageSize))
 	e.resetState()
 	if opts.DataPlane {
 		e.dp = newDataPlane(opts)
@@ -123,6 +134,9 @@ func (e *Emulator) Reset() {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	// body is the request body a handler chose to log (service gateway
+	// POSTs).
+	body []byte
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -161,7 +175,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		e.log.add(RequestRecord{
 			Time: start, Method: r.Method, Path: path, Query: r.URL.RawQuery, Status: sw.status,
-			Duration: e.clock.Since(start), Kind: kind, Faulted: faulted,
+			Duration: e.clock.Since(start), Kind: kind, Faulted: faulted, Body: string(sw.body),
 		})
 	}()
 

@@ -177,7 +177,7 @@ func (s *faultSet) match(method, path string, isARM bool, rnd func() float64) (F
 		} else if !e.re.MatchString(path) {
 			continue
 		}
-		if f.LROResult != "" && method != http.MethodPut && method != http.MethodPatch && method != http.MethodDelete {
+		if f.LROResult != "" && method != http.MethodPut && method != http.MethodPatch && method != http.MethodDelete && method != http.MethodPost {
 			continue
 		}
 		if f.Probability > 0 && f.Probability < 1 && rnd() >= f.Probability {

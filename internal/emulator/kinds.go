@@ -41,6 +41,10 @@ type kindSpec struct {
 	checkDelete func(wc *writeCtx, v *version) *armError
 	// onDelete releases what the resource held (addresses, back-references).
 	onDelete func(wc *writeCtx, v *version)
+	// serveExtra serves routes under the resource other than its child
+	// collections (serviceGateways' services, addressLocations and POST
+	// actions); it returns false when the route is not one of them.
+	serveExtra func(e *Emulator, c *reqCtx, k *kindSpec) bool
 }
 
 // collSpec is a child collection of a resource.

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -15,6 +16,10 @@ const (
 	natRuleType  = lbType + "/inboundNatRules"
 	outRuleType  = lbType + "/outboundRules"
 	natPoolType  = lbType + "/inboundNatPools"
+
+	// lbSKUService is the load balancer SKU of pod-based (ServiceGateway)
+	// backend pools. ARM takes it in exactly this case.
+	lbSKUService = "Service"
 )
 
 var poolColl = &collSpec{
@@ -41,6 +46,7 @@ func init() {
 		normalize:    normalizeLB,
 		decorate:     decorateLB,
 		decorateFrom: []string{"loadBalancingRules", "inboundNatRules", "inboundNatPools", "outboundRules"},
+		checkDelete:  checkDeleteLB,
 		onDelete:     onDeleteLB,
 	})
 }
@@ -73,13 +79,24 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	if ae != nil {
 		return nil, ae
 	}
-	sku, ae := normSku(in, []string{"Basic", "Standard", "Gateway"}, "Basic")
+	if s, _ := in["sku"].(map[string]any); s != nil {
+		if n, _ := s["name"].(string); strings.EqualFold(n, lbSKUService) && n != lbSKUService {
+			return nil, nrpError(http.StatusBadRequest, "InvalidRequestFormat",
+				"Cannot parse the request: sku.name '%s' is not one of Basic, Standard, Gateway, Service (Service is case-sensitive).", n)
+		}
+	}
+	sku, ae := normSku(in, []string{"Basic", "Standard", "Gateway", lbSKUService}, "Basic")
 	if ae != nil {
 		return nil, ae
 	}
 	doc["sku"] = sku
 	lbID := doc["id"].(string)
 	loc := doc["location"].(string)
+	serviceSKU := sku["name"] == lbSKUService
+	scope, ae := enumProp(props, "scope", "properties", "", "Public", "Private")
+	if ae != nil {
+		return nil, ae
+	}
 
 	var oldFrontends obj
 	if old != nil {
@@ -117,10 +134,23 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 		return nil, ae
 	}
 	indexChildren(probes, ix)
+	if serviceSKU {
+		if ae := checkServiceSKU(lbID, scope, frontends, probes); ae != nil {
+			return nil, ae
+		}
+	}
+	if old != nil {
+		if ae := checkRemovedPools(wc, propsOf(old.doc), pools); ae != nil {
+			return nil, ae
+		}
+	}
 
 	rules, ae := normChildren(props, "loadBalancingRules", lbID, ruleType, "properties", nil,
 		func(rname, rid string, cp obj, path string) *armError { return normRule(ix, rid, cp, path) })
 	if ae != nil {
+		return nil, ae
+	}
+	if ae := checkRuleBackendPorts(rules); ae != nil {
 		return nil, ae
 	}
 	natRules, ae := normChildren(props, "inboundNatRules", lbID, natRuleType, "properties", natRuleReadOnly,
@@ -219,7 +249,7 @@ func normFrontend(wc *writeCtx, lbID, loc, lbSku, fid string, cp obj, path, keep
 		if s, ok := v.doc["sku"].(obj); ok {
 			pipSku = stringOf(s["name"])
 		}
-		if (lbSku == "Standard" || lbSku == "Gateway") != (pipSku == "Standard") {
+		if pipSKUFor(lbSku) != pipSku {
 			return nrpError(http.StatusBadRequest, "PublicIPAndLBSkuDoNotMatch",
 				"%s sku load balancer %s cannot reference %s sku publicIP %s.", lbSku, lbID, pipSku, canon)
 		}
@@ -295,6 +325,10 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *ar
 	addrs, _, err := getArr(cp, "loadBalancerBackendAddresses", path)
 	if err != nil {
 		return errBadShape(err)
+	}
+	if lbSku == lbSKUService && len(addrs) > 0 {
+		return nrpError(http.StatusBadRequest, "BackendAddressesNotSupportedOnServiceSkuLoadBalancer",
+			"Backend address pool %s of a sku Service load balancer takes its members from a service gateway, not from loadBalancerBackendAddresses.", poolID)
 	}
 	out := make([]any, 0, len(addrs))
 	names := make(map[string]bool, len(addrs))
@@ -714,6 +748,9 @@ func putPool(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, 
 }
 
 func checkDeletePool(wc *writeCtx, parent obj, child obj) *armError {
+	if gw, svc, used := wc.poolUsers("", stringOf(child["id"])); used {
+		return errLBInUseByGateway("Backend address pool "+stringOf(child["id"]), gw, svc)
+	}
 	pid := strings.ToLower(stringOf(child["id"]))
 	props := propsOf(parent)
 	for _, key := range []string{"loadBalancingRules", "inboundNatRules", "outboundRules"} {
@@ -732,6 +769,110 @@ func checkDeletePool(wc *writeCtx, parent obj, child obj) *armError {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// pipSKUFor is the public IP SKU a load balancer SKU's frontends take.
+func pipSKUFor(lbSku string) string {
+	switch lbSku {
+	case "Standard", "Gateway":
+		return "Standard"
+	case lbSKUService:
+		return "StandardV2"
+	default:
+		return "Basic"
+	}
+}
+
+// checkServiceSKU applies the rules of a Service SKU load balancer: a scope
+// matching its frontends (Public with public IPs, Private with subnets), no
+// probes (pods are reached directly and NRP programs the pools); its pools
+// take no explicit backend addresses (normPoolProps: their members come
+// from the service gateway's address locations). The recordings show none of this; these are
+// the emulator's conservative readings of the SKU (docs/emulator.md).
+func checkServiceSKU(lbID, scope string, frontends, probes []any) *armError {
+	if len(probes) > 0 {
+		return nrpError(http.StatusBadRequest, "ProbesNotSupportedOnServiceSkuLoadBalancer",
+			"Load balancer %s of sku Service cannot have probes.", lbID)
+	}
+	want := ""
+	for _, f := range frontends {
+		fp := propsOf(f.(obj))
+		w := "Private"
+		if fp["publicIPAddress"] != nil || fp["publicIPPrefix"] != nil {
+			w = "Public"
+		}
+		if want != "" && want != w {
+			return nrpError(http.StatusBadRequest, "ServiceSkuLoadBalancerMixedScope",
+				"Load balancer %s of sku Service cannot have both public and private frontends.", lbID)
+		}
+		want = w
+	}
+	if scope == "" {
+		return nrpError(http.StatusBadRequest, "ServiceSkuLoadBalancerScopeRequired",
+			"Load balancer %s of sku Service needs properties.scope (Public or Private).", lbID)
+	}
+	if want != "" && scope != want {
+		return nrpError(http.StatusBadRequest, "ServiceSkuLoadBalancerScopeMismatch",
+			"Load balancer %s has scope %s but %s frontends.", lbID, scope, strings.ToLower(want))
+	}
+	return nil
+}
+
+// checkRuleBackendPorts rejects two rules without floating IP that send the
+// same protocol and backend port to the same pool
+// (RulesUseSameBackendPortProtocolAndPool).
+func checkRuleBackendPorts(rules []any) *armError {
+	seen := map[string]string{}
+	for _, r := range rules {
+		ro := r.(obj)
+		cp := propsOf(ro)
+		if fip, _ := cp["enableFloatingIP"].(bool); fip {
+			continue
+		}
+		var pools []string
+		if l, ok := cp["backendAddressPools"].([]any); ok {
+			for _, x := range l {
+				pools = append(pools, strings.ToLower(stringOf(x.(obj)["id"])))
+			}
+		}
+		for _, p := range pools {
+			key := p + "|" + stringOf(cp["protocol"]) + "|" + fmt.Sprint(cp["backendPort"])
+			if prev, dup := seen[key]; dup {
+				return nrpError(http.StatusBadRequest, "RulesUseSameBackendPortProtocolAndPool",
+					"Load balancing rules %s and %s with floating IP disabled use the same protocol %v and backend port %v and must not be used with the same backend address pool %s.",
+					prev, stringOf(ro["id"]), cp["protocol"], cp["backendPort"], p)
+			}
+			seen[key] = stringOf(ro["id"])
+		}
+	}
+	return nil
+}
+
+// checkRemovedPools rejects a load balancer update that drops a pool a
+// service gateway service still uses.
+func checkRemovedPools(wc *writeCtx, oldProps obj, pools []any) *armError {
+	keep := map[string]bool{}
+	for _, p := range pools {
+		keep[strings.ToLower(stringOf(p.(obj)["id"]))] = true
+	}
+	for _, p := range asList(oldProps["backendAddressPools"]) {
+		id := stringOf(p.(obj)["id"])
+		if keep[strings.ToLower(id)] {
+			continue
+		}
+		if gw, svc, used := wc.poolUsers("", id); used {
+			return errLBInUseByGateway("Backend address pool "+id, gw, svc)
+		}
+	}
+	return nil
+}
+
+func checkDeleteLB(wc *writeCtx, v *version) *armError {
+	id := stringOf(v.doc["id"])
+	if gw, svc, used := wc.poolUsers(id, ""); used {
+		return errLBInUseByGateway("A backend address pool of load balancer "+id, gw, svc)
 	}
 	return nil
 }

@@ -36,6 +36,9 @@ func (e *Emulator) serveNetwork(c *reqCtx) {
 			methodNotAllowed(c)
 		}
 	case routeChildList, routeChild:
+		if k.serveExtra != nil && k.serveExtra(e, c, k) {
+			return
+		}
 		cs := k.collection(c.rt.childType)
 		if cs == nil || !cs.routable {
 			writeARMError(c.w, gatewayError(http.StatusBadRequest, "InvalidResourceType",

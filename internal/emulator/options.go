@@ -73,6 +73,14 @@ type Options struct {
 	// identity the AAD endpoint accepts. Empty fields take the Default*
 	// constants.
 	TenantID, ClientID, ClientSecret string
+	// ServiceGatewayPOSTStatus is how updateServices and
+	// updateAddressLocations answer: SGWPostOK (200, what NRP does; the
+	// default) or SGWPostAccepted (202 and polling, what the specification
+	// says).
+	ServiceGatewayPOSTStatus int
+	// ServiceGatewayPageSize is the page size of GET services and GET
+	// addressLocations; 0 means DefaultSGWPageSize.
+	ServiceGatewayPageSize int
 }
 
 // withDefaults fills empty fields.
@@ -110,6 +118,12 @@ func (o Options) withDefaults() Options {
 	if o.OperationDuration < 0 {
 		o.OperationDuration = 0
 	}
+	if o.ServiceGatewayPOSTStatus == 0 {
+		o.ServiceGatewayPOSTStatus = SGWPostOK
+	}
+	if o.ServiceGatewayPageSize == 0 {
+		o.ServiceGatewayPageSize = DefaultSGWPageSize
+	}
 	return o
 }
 
@@ -129,8 +143,22 @@ func (o Options) validate() error {
 	if err != nil || !v6.Addr().Is6() || v6.Addr().Is4In6() {
 		return fmt.Errorf("emulator: PublicIPv6CIDR %q is not an IPv6 CIDR", o.PublicIPv6CIDR)
 	}
+	if err := o.validateServiceGateway(); err != nil {
+		return err
+	}
 	if v6.Bits() > 120 {
 		return fmt.Errorf("emulator: PublicIPv6CIDR %q is too small (need /120 or larger)", o.PublicIPv6CIDR)
+	}
+	return nil
+}
+
+// validateServiceGateway checks the service gateway settings.
+func (o Options) validateServiceGateway() error {
+	if o.ServiceGatewayPOSTStatus != SGWPostOK && o.ServiceGatewayPOSTStatus != SGWPostAccepted {
+		return fmt.Errorf("emulator: service gateway POST status (postStatus) %d must be %d or %d", o.ServiceGatewayPOSTStatus, SGWPostOK, SGWPostAccepted)
+	}
+	if o.ServiceGatewayPageSize < 1 || o.ServiceGatewayPageSize > 100000 {
+		return fmt.Errorf("emulator: service gateway page size (pageSize) %d must be between 1 and 100000", o.ServiceGatewayPageSize)
 	}
 	return nil
 }

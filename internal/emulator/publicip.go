@@ -58,7 +58,7 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 	if ae != nil {
 		return nil, ae
 	}
-	sku, ae := normSku(in, []string{"Basic", "Standard"}, "Basic")
+	sku, ae := normSku(in, []string{"Basic", "Standard", "StandardV2"}, "Basic")
 	if ae != nil {
 		return nil, ae
 	}
@@ -68,17 +68,18 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 	if ae != nil {
 		return nil, ae
 	}
+	standard := sku["name"] == "Standard" || sku["name"] == "StandardV2"
 	defAlloc := "Dynamic"
-	if sku["name"] == "Standard" {
+	if standard {
 		defAlloc = "Static"
 	}
 	alloc, ae := enumProp(props, "publicIPAllocationMethod", "properties", defAlloc, "Static", "Dynamic")
 	if ae != nil {
 		return nil, ae
 	}
-	if sku["name"] == "Standard" && alloc != "Static" {
+	if standard && alloc != "Static" {
 		return nil, nrpError(http.StatusBadRequest, "StandardSkuPublicIPAddressesMustBeStatic",
-			"Standard sku publicIp %s must have AllocationMethod set to Static.", id)
+			"%s sku publicIp %s must have AllocationMethod set to Static.", sku["name"], id)
 	}
 	if _, _, err := getInt(props, "idleTimeoutInMinutes", "properties"); err != nil {
 		return nil, errBadShape(err)
@@ -88,7 +89,7 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 		return nil, errBadShape(err)
 	}
 	setDefault(props, "ipTags", []any{})
-	if sku["name"] == "Standard" {
+	if standard {
 		setDefault(props, "ddosSettings", obj{"protectionMode": "VirtualNetworkInherited"})
 	}
 	if dns, err := getObj(props, "dnsSettings", "properties"); err != nil {

@@ -15,6 +15,9 @@ type RequestRecord struct {
 	Duration time.Duration `json:"duration"`
 	Kind     string        `json:"kind"` // "arm" or "aad"
 	Faulted  bool          `json:"faulted,omitempty"`
+	// Body is the request body of updateServices and updateAddressLocations
+	// POSTs (other requests' bodies are not kept).
+	Body string `json:"body,omitempty"`
 }
 
 // maxRequestRecords bounds the request log; the oldest records are dropped

@@ -113,6 +113,9 @@ func (v *version) busy(now time.Time) bool { return v.op != nil && !v.op.done(no
 type entry struct {
 	kind *kindSpec
 	cur  *version
+	// ext is kind-specific state kept outside the document (a service
+	// gateway's services and address locations); it ends with the entry.
+	ext any
 }
 
 // group is a resource group.

@@ -62,6 +62,18 @@ func (c *cache) gen(name string) uint64 {
 	return c.gens[lower(name)]
 }
 
+// generations is a copy of every name's generation (names never written
+// are 0), taken before a listing.
+func (c *cache) generations() map[string]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]uint64, len(c.gens))
+	for k, v := range c.gens {
+		out[k] = v
+	}
+	return out
+}
+
 // readResult installs what a read returned, unless a write moved the
 // generation since the read started (gen is the generation then).
 func (c *cache) readResult(name string, gen uint64, lb *armnetwork.LoadBalancer) {

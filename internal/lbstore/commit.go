@@ -41,6 +41,13 @@ type UpdateOptions struct {
 	// Create lets the change create the load balancer when it does not
 	// exist (an empty Standard load balancer is passed to the mutation).
 	Create bool
+	// AssumeAbsent, with Create, skips the read of a load balancer the
+	// store has no cached copy of: the caller knows it does not exist (it
+	// just listed the resource group, see List) and the mutation starts
+	// from a new one. Should it exist after all, the write replaces it (it
+	// is sent without If-Match); only a caller that owns the load balancer
+	// whole may set it. A conflict retry reads as usual.
+	AssumeAbsent bool
 }
 
 // PoolOptions tune UpdatePools.
@@ -61,9 +68,10 @@ type change struct {
 	done    chan struct{}
 
 	// A load balancer mutation...
-	mutate Mutation
-	create bool
-	lbOut  *armnetwork.LoadBalancer
+	mutate       Mutation
+	create       bool
+	assumeAbsent bool
+	lbOut        *armnetwork.LoadBalancer
 	// ...or a pool edit.
 	pool       *PoolEdit
 	trustCache bool
@@ -97,7 +105,7 @@ func (c *change) finish(err error) {
 // exist or was deleted). A load balancer left without frontends is deleted.
 // caller labels the wait metric.
 func (s *Store) UpdateLB(ctx context.Context, caller, name string, o UpdateOptions, m Mutation) (*armnetwork.LoadBalancer, error) {
-	c := &change{caller: caller, lb: name, mutate: m, create: o.Create, done: make(chan struct{})}
+	c := &change{caller: caller, lb: name, mutate: m, create: o.Create, assumeAbsent: o.Create && o.AssumeAbsent, done: make(chan struct{})}
 	if err := s.submit(ctx, []*change{c}); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,11 @@
 //     (Standard SKU, holding the cluster's node pool or tagged with its
 //     cluster name): a load balancer whose configuration was removed stays
 //     managed, so its Services can leave it.
+//   - List reads every load balancer of the resource group into the cache
+//     (for a caller that then writes many of them, such as the per-Service
+//     load balancers of pod-based load balancing); UpdateOptions.AssumeAbsent
+//     lets such a caller create one it did not find without reading it
+//     first.
 //   - PoolsWith answers which pools hold an address from the cache (or a
 //     fresh read when asked), and FindPool where a pool lives.
 //   - Time comes from an injected k8s.io/utils/clock.

@@ -50,7 +50,10 @@ func (s *Store) writeLB(ctx context.Context, name string, batch []*change) {
 // A mutation's own error goes to its change only; an ARM error is returned.
 func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh bool) (*armnetwork.LoadBalancer, error) {
 	e, ok := s.cache.get(name)
-	if !ok || fresh || e.etagStale {
+	switch {
+	case !ok && !fresh && allAssumeAbsent(batch):
+		e = &entry{}
+	case !ok || fresh || e.etagStale:
 		var err error
 		if e, err = s.read(ctx, name); err != nil {
 			return nil, err
@@ -116,4 +119,15 @@ func frontendCount(lb *armnetwork.LoadBalancer) int {
 		return 0
 	}
 	return len(lb.Properties.FrontendIPConfigurations)
+}
+
+// allAssumeAbsent reports whether every change of a batch may skip reading
+// a load balancer that is not cached.
+func allAssumeAbsent(batch []*change) bool {
+	for _, c := range batch {
+		if !c.assumeAbsent {
+			return false
+		}
+	}
+	return len(batch) > 0
 }

@@ -24,6 +24,11 @@
 //     cloudprovider_azure_api_request_throttled_count (counters), labelled
 //     request, resource_group, subscription_id, source.
 //
+// Pod-based load balancing adds the cloudprovider_azure_servicegateway_*
+// family (servicegateway.go): pending operations, operation outcomes and
+// durations, retries, parking, deletion steps, the gateway's totals and the
+// address updates; see docs/container-load-balancer.md.
+//
 // In addition cloudprovider_azure_lock_wait_duration_seconds (histogram,
 // labels lock and caller) records how long a caller waited to acquire a lock
 // such as the load balancer store's write queue (lock "lbstore"); use

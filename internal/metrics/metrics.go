@@ -111,6 +111,7 @@ func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(opDuration, opFailures, apiDuration, apiErrors, apiRateLimited, apiThrottled, lockWait)
 	})
+	registerServiceGateway()
 }
 
 // APIRequest names the label values of one ARM API request series.

@@ -114,3 +114,32 @@ func TestChildOfAndLoadBalancerNames(t *testing.T) {
 		t.Error("ServiceBaseOfFrontend")
 	}
 }
+
+func TestPodIPNames(t *testing.T) {
+	const uid = "6F9619FF-8B86-D011-B42D-00C04FC964FF"
+	if got := names.ServiceUID(uid); got != "6f9619ff-8b86-d011-b42d-00c04fc964ff" {
+		t.Errorf("ServiceUID = %q", got)
+	}
+	if got := names.ServicePublicIP(uid); got != "6f9619ff-8b86-d011-b42d-00c04fc964ff-pip" {
+		t.Errorf("ServicePublicIP = %q", got)
+	}
+	if got := names.ServiceRule(v1.ProtocolUDP, 53); got != "rule-udp-53" {
+		t.Errorf("ServiceRule = %q", got)
+	}
+	for name, want := range map[string]string{
+		"6f9619ff-8b86-d011-b42d-00c04fc964ff-pip":    "6f9619ff-8b86-d011-b42d-00c04fc964ff",
+		"6F9619FF-8B86-D011-B42D-00C04FC964FF-PIP":    "6f9619ff-8b86-d011-b42d-00c04fc964ff",
+		"default-natgw-pip":                           "",
+		"6f9619ff-8b86-d011-b42d-00c04fc964ff":        "",
+		"6f9619ff-8b86-d011-b42d-00c04fc964ffx-pip":   "",
+		"kubernetes-a6f9619ff8b86d011b42d00c04fc964f": "",
+	} {
+		got, ok := names.UIDOfServicePublicIP(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("names.UIDOfServicePublicIP(%q) = %q, %v", name, got, ok)
+		}
+	}
+	if names.IsUID("6f9619ff-8b86-d011-b42d-00c04fc964fg") || names.IsUID("") || !names.IsUID("00000000-0000-0000-0000-000000000000") {
+		t.Error("IsUID")
+	}
+}

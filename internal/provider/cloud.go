@@ -37,6 +37,10 @@ type Cloud struct {
 	// Store is the one reader and writer of load balancers and backend
 	// pools; Initialize starts its writer.
 	Store *lbstore.Store
+
+	// podLB, when set, is the LoadBalancer of pod-based load balancing
+	// (serviceGatewayEnabled) in place of the node-pool Provider.
+	podLB cloudprovider.LoadBalancer
 }
 
 var (
@@ -124,8 +128,20 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.SetListers(f.Core().V1().Namespaces().Lister(), f.Core().V1().Nodes().Lister(), listSlices, synced)
 }
 
-// LoadBalancer is supported.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.Provider, true }
+// UseLoadBalancer makes lb the cloud's LoadBalancer in place of the
+// node-pool Provider: pod-based load balancing (the command wires it when
+// serviceGatewayEnabled is set; provider imports no controller). Call it
+// before the controllers start.
+func (c *Cloud) UseLoadBalancer(lb cloudprovider.LoadBalancer) { c.podLB = lb }
+
+// LoadBalancer is supported: the node-pool Provider, or what
+// UseLoadBalancer set.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.podLB != nil {
+		return c.podLB, true
+	}
+	return c.Provider, true
+}
 
 // Instances is not supported.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/names"
 )
 
 // Options of Up.
@@ -44,7 +45,15 @@ type Options struct {
 	SecurePort int
 	// Out receives progress lines.
 	Out io.Writer
+	// Variant selects the demo: "" (two Standard load balancers with node
+	// pools) or VariantContainer (pod-based load balancing).
+	Variant string
 }
+
+// VariantContainer is the pod-based (Container Load Balancer) sandbox: a
+// service gateway, Services with their own load balancers, pods registered
+// under their nodes.
+const VariantContainer = "container"
 
 // Files the sandbox writes under Dir.
 const (
@@ -57,6 +66,9 @@ const (
 // demo Service has its ingress IP.
 func Up(ctx context.Context, o Options) error {
 	start := time.Now()
+	if o.Variant != "" && o.Variant != VariantContainer {
+		return fmt.Errorf("unknown sandbox variant %q (known: %q)", o.Variant, VariantContainer)
+	}
 	if running(o.Dir) {
 		return fmt.Errorf("a sandbox is already running in %s: stop it with 'make sandbox-down'", o.Dir)
 	}
@@ -116,7 +128,15 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	azureJSON := filepath.Join(o.Dir, AzureJSONFile)
-	if err := os.WriteFile(azureJSON, AzureJSON(url, caFile), 0o600); err != nil {
+	config := AzureJSON(url, caFile)
+	if o.Variant == VariantContainer {
+		config = ContainerAzureJSON(url, caFile)
+		if err := env.SeedServiceGateway(ctx); err != nil {
+			return err
+		}
+		step("seeded service gateway %s with its outbound default %s", names.ServiceGateway, names.DefaultOutboundService)
+	}
+	if err := os.WriteFile(azureJSON, config, 0o600); err != nil {
 		return err
 	}
 	step("seeded resource group %s, virtual network %s; wrote %s", env.Config.ResourceGroup, env.Config.VnetName, azureJSON)
@@ -132,7 +152,11 @@ func Up(ctx context.Context, o Options) error {
 	step("azlb-controller-manager started (the manager as ServiceAccount kube-system/azlb-controller-manager, each controller as its own)")
 
 	// 4. The demo cluster.
-	if err := createDemo(ctx, cs); err != nil {
+	if o.Variant == VariantContainer {
+		if err := createContainerDemo(ctx, cs); err != nil {
+			return err
+		}
+	} else if err := createDemo(ctx, cs); err != nil {
 		return err
 	}
 	for _, name := range []string{"web", "api"} {
@@ -141,6 +165,13 @@ func Up(ctx context.Context, o Options) error {
 			return fmt.Errorf("service %s/%s got no ingress IP (see %s): %w", DemoNamespace, name, filepath.Join(logs, "controller.log"), err)
 		}
 		step("service %s/%s has ingress IP %s", DemoNamespace, name, ip)
+	}
+	if o.Variant == VariantContainer {
+		n, err := waitGatewayAddresses(ctx, env, containerDemoPods)
+		if err != nil {
+			return fmt.Errorf("the pods did not reach the service gateway (see %s): %w", filepath.Join(logs, "controller.log"), err)
+		}
+		step("service gateway holds the %d demo pods", n)
 	}
 	step("sandbox ready")
 	return nil

@@ -37,3 +37,14 @@ func writeCA(t *testing.T, dir string) string {
 	}
 	return path
 }
+
+// The container sandbox's azure.json selects pod-based load balancing.
+func TestContainerAzureJSONIsAValidConfig(t *testing.T) {
+	cfg, err := config.Load(bytes.NewReader(ContainerAzureJSON("https://127.0.0.1:1234", writeCA(t, t.TempDir()))))
+	if err != nil {
+		t.Fatalf("container sandbox azure.json does not load: %v", err)
+	}
+	if !cfg.PodIPMode() || cfg.UseMultipleStandardLoadBalancers() {
+		t.Fatalf("not pod-based: %s", cfg)
+	}
+}

@@ -1,6 +1,8 @@
 // Package status renders, for a terminal, every load balancer in the
 // cluster's load balancer resource group: frontends with their address and
-// Service, rules, and each pool's backends with their admin state.
+// Service, rules, and each pool's backends with their admin state; and, with
+// pod-based load balancing, what the cluster's ServiceGateway holds: its
+// services and the pod addresses per node location.
 package status
 
 import (
@@ -21,6 +23,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/names"
 )
 
 // Snapshot is what Render shows.
@@ -32,6 +35,9 @@ type Snapshot struct {
 	Services map[string]string
 	// Nodes maps node names to nodes, for taints; may be empty.
 	Nodes map[string]*v1.Node
+	// Gateway is the service gateway's content (pod-based load
+	// balancing); nil otherwise.
+	Gateway *Gateway
 }
 
 // Collect reads the snapshot: load balancers and public IPs from ARM, and,
@@ -61,6 +67,8 @@ func Collect(ctx context.Context, clients *azure.Clients, lbResourceGroup, pipRe
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
 		s.Services[strings.ToLower(cloudprovider.DefaultLoadBalancerName(svc))] = svc.Namespace + "/" + svc.Name
+		// Pod-based load balancers and gateway services are named by UID.
+		s.Services[names.ServiceUID(svc.UID)] = svc.Namespace + "/" + svc.Name
 	}
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -80,21 +88,30 @@ func Render(w io.Writer, s *Snapshot) error {
 	if len(lbs) == 0 {
 		fmt.Fprintln(tw, "No load balancers.")
 	}
+
 	for _, lb := range lbs {
 		p := lb.Properties
 		if p == nil {
 			p = &armnetwork.LoadBalancerPropertiesFormat{}
 		}
-		fmt.Fprintf(tw, "LOAD BALANCER %s\t%d frontends, %d rules, %d probes, %d pools\n", str(lb.Name),
+		title := str(lb.Name)
+		if svc := s.serviceOfUID(title); svc != "" {
+			title += " (" + svc + ")"
+		}
+		fmt.Fprintf(tw, "LOAD BALANCER %s\t%d frontends, %d rules, %d probes, %d pools\n", title,
 			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools))
 		fmt.Fprintln(tw, "  FRONTEND\tADDRESS\tSERVICE\tRULES")
 		for _, fe := range p.FrontendIPConfigurations {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), s.service(str(fe.Name)), rulesOf(p, str(fe.Name)))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), cmp.Or(s.serviceOfUID(str(lb.Name)), s.service(str(fe.Name))), rulesOf(p, str(fe.Name)))
 		}
 		for _, pool := range p.BackendAddressPools {
 			var addrs []*armnetwork.LoadBalancerBackendAddress
 			if pool.Properties != nil {
 				addrs = pool.Properties.LoadBalancerBackendAddresses
+			}
+			if len(addrs) == 0 && s.Gateway != nil && s.serviceOfUID(str(lb.Name)) != "" {
+				fmt.Fprintf(tw, "  POOL %s\tpods: see SERVICE GATEWAY\n", str(pool.Name))
+				continue
 			}
 			fmt.Fprintf(tw, "  POOL %s\t%d backends\n", str(pool.Name), len(addrs))
 			if len(addrs) > 0 {
@@ -112,6 +129,9 @@ func Render(w io.Writer, s *Snapshot) error {
 			}
 		}
 		fmt.Fprintln(tw)
+	}
+	if s.Gateway != nil {
+		renderGateway(tw, s)
 	}
 	return tw.Flush()
 }

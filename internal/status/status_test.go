@@ -76,3 +76,40 @@ func TestRenderEmpty(t *testing.T) {
 		t.Fatalf("got %q, %v", buf.String(), err)
 	}
 }
+
+// Pod-based load balancing: the per-Service load balancer names its
+// Service, and the gateway's pods are listed per node location.
+func TestRenderServiceGateway(t *testing.T) {
+	const uid = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+	pipID := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/" + uid + "-pip"
+	snap := &Snapshot{
+		LoadBalancers: []*armnetwork.LoadBalancer{{Name: to.Ptr(uid), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr("frontend"),
+				Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(pipID)}}}},
+		}}},
+		PublicIPs: map[string]string{strings.ToLower(pipID): "20.40.0.9"},
+		Services:  map[string]string{uid: "demo/web"},
+		Nodes: map[string]*v1.Node{"aks-n1": {ObjectMeta: metav1.ObjectMeta{Name: "aks-n1"},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.240.0.4"}}}}},
+		Gateway: &Gateway{Name: "servicegateway",
+			Services: []*armnetwork.ServiceGatewayService{
+				{Name: to.Ptr(uid), Properties: &armnetwork.ServiceGatewayServicePropertiesFormat{ServiceType: to.Ptr(armnetwork.ServiceTypeInbound),
+					LoadBalancerBackendPools: []*armnetwork.BackendAddressPool{{}}}},
+				{Name: to.Ptr("default-natgw"), Properties: &armnetwork.ServiceGatewayServicePropertiesFormat{ServiceType: to.Ptr(armnetwork.ServiceTypeOutbound)}},
+			},
+			Locations: []*armnetwork.ServiceGatewayAddressLocationResponse{{AddressLocation: to.Ptr("10.240.0.4"),
+				Addresses: []*armnetwork.ServiceGatewayAddress{{Address: to.Ptr("10.244.0.10"), Services: []*string{to.Ptr(uid), to.Ptr("default-natgw")}}}}},
+		},
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"LOAD BALANCER " + uid + " (demo/web)", "20.40.0.9", "SERVICE GATEWAY servicegateway", "2 services, 1 locations, 1 addresses",
+		"Inbound", "Outbound", "LOCATION 10.240.0.4", "node aks-n1", "10.244.0.10", "default-natgw,demo/web"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

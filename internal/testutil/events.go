@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -42,6 +43,11 @@ func (l *EventLog) Event(obj runtime.Object, typ, reason, msg string) {
 		name = m.GetName()
 		if ns := m.GetNamespace(); ns != "" {
 			name = ns + "/" + name
+		}
+	} else if r, ok := obj.(*v1.ObjectReference); ok {
+		name = r.Name
+		if r.Namespace != "" {
+			name = r.Namespace + "/" + name
 		}
 	}
 	e := Event{Object: name, Type: typ, Reason: reason, Message: msg, At: time.Now()}

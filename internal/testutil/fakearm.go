@@ -30,6 +30,9 @@ type FakeARM struct {
 	lbs     map[string]*fakeLB // lower-cased name
 	etagSeq int
 	calls   []Call
+	pips    map[string]*armnetwork.PublicIPAddress // lower-cased name
+	ipSeq   int
+	sgw     *fakeGateway
 
 	// Fail, when set, is asked before every call; a non-nil error fails it
 	// (before any effect). Set it before use or under Lock.
@@ -44,10 +47,19 @@ type FakeARM struct {
 
 // Call describes one ARM call of a FakeARM.
 type Call struct {
-	Op      string // "lb.get", "lb.list", "lb.put", "lb.delete", "pool.get", "pool.put", "pool.delete", "pool.list"
+	// Op is "lb.get", "lb.list", "lb.put", "lb.delete", "pool.get",
+	// "pool.put", "pool.delete", "pool.list", "pip.get", "pip.list",
+	// "pip.put", "pip.delete", "sgw.services", "sgw.locations",
+	// "sgw.update_services" or "sgw.update_locations".
+	Op      string
 	LB      string
 	Pool    string
 	IfMatch string
+	// Name is the public IP of pip.* calls.
+	Name string
+	// Body is a copy of a write's request: the load balancer, public IP,
+	// or service gateway request.
+	Body any
 }
 
 type fakeLB struct {
@@ -56,7 +68,9 @@ type fakeLB struct {
 }
 
 // NewFakeARM returns an empty FakeARM.
-func NewFakeARM() *FakeARM { return &FakeARM{lbs: map[string]*fakeLB{}} }
+func NewFakeARM() *FakeARM {
+	return &FakeARM{lbs: map[string]*fakeLB{}, pips: map[string]*armnetwork.PublicIPAddress{}, sgw: newFakeGateway()}
+}
 
 // LoadBalancers is the load balancer client.
 func (f *FakeARM) LoadBalancers() azure.LoadBalancerClient { return (*fakeLBClient)(f) }
@@ -260,7 +274,7 @@ func (c *fakeLBClient) List(_ context.Context, rg string) ([]*armnetwork.LoadBal
 
 func (c *fakeLBClient) CreateOrUpdate(_ context.Context, rg, name string, lb armnetwork.LoadBalancer, etag string) (*armnetwork.LoadBalancer, error) {
 	f := c.f()
-	if err := f.begin(Call{Op: "lb.put", LB: name, IfMatch: etag}); err != nil {
+	if err := f.begin(Call{Op: "lb.put", LB: name, IfMatch: etag, Body: clone(&lb)}); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -287,6 +301,10 @@ func (c *fakeLBClient) Delete(_ context.Context, rg, name string) error {
 	defer f.mu.Unlock()
 	if _, ok := f.lbs[strings.ToLower(name)]; rg != FakeRG || !ok {
 		return RespErr(http.StatusNotFound, "ResourceNotFound")
+	}
+	if svc, used := f.sgw.poolUser(name); used {
+		_ = svc
+		return RespErr(http.StatusBadRequest, "LoadBalancerInUseByServiceGateway")
 	}
 	delete(f.lbs, strings.ToLower(name))
 	return nil

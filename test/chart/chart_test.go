@@ -137,7 +137,7 @@ func TestDeploymentDefaults(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--cloud-config=/etc/azlb/azure.json",
-		"--controllers=service-lb-controller,node-admin-state,spot-eviction,local-service-pools",
+		"--controllers=service-lb-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway",
 		"--use-service-account-credentials",
 		"--leader-elect=true",
 		"--leader-elect-resource-name=azlb-controller-manager",
@@ -203,7 +203,7 @@ func volume(t *testing.T, pod corev1.PodSpec, name string) corev1.Volume {
 // of the cloud provider.
 var controllerSAs = []string{
 	"azlb-admin-state-controller", "azlb-cloud-provider", "azlb-local-service-controller",
-	"azlb-service-controller", "azlb-spot-eviction-controller",
+	"azlb-service-controller", "azlb-service-gateway-controller", "azlb-spot-eviction-controller",
 }
 
 func TestRBACIsPerIdentityAndLeastPrivilege(t *testing.T) {
@@ -260,6 +260,10 @@ func TestRBACIsPerIdentityAndLeastPrivilege(t *testing.T) {
 	}
 	if !allows(roles["azlb-spot-eviction-controller"].Rules, "", "nodes", "patch") || !allows(roles["azlb-spot-eviction-controller"].Rules, "", "events", "watch") {
 		t.Error("spot-eviction controller: want node patch and event watch")
+	}
+	if gw := roles["azlb-service-gateway-controller"].Rules; !allows(gw, "", "services", "update") || !allows(gw, "", "services/status", "patch") ||
+		allows(gw, "", "services", "delete") || allows(gw, "", "nodes", "patch") {
+		t.Error("service-gateway controller: want Service update (its finalizer) and status patch, no Service delete, no node writes")
 	}
 	if allows(roles["azlb-admin-state-controller"].Rules, "", "nodes", "patch") {
 		t.Error("admin-state controller may patch nodes; it writes only Azure and events")

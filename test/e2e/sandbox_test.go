@@ -26,24 +26,7 @@ import (
 // dedicated pool, a taint shows as Down, and Down stops every process.
 func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "azlb-emulator"), "./cmd/azlb-emulator")
-	build.Dir = suite.root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build emulator: %v\n%s", err, out)
-	}
-	for name, from := range map[string]string{
-		"azlb-controller-manager": suite.ccmBinary,
-		"kube-apiserver":          filepath.Join(suite.root, "bin", "kube-apiserver"),
-		"etcd":                    filepath.Join(suite.root, "bin", "etcd"),
-	} {
-		if err := os.Symlink(from, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := sandboxBinDir(t)
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
@@ -111,11 +94,43 @@ func TestSandboxUpStatusDown(t *testing.T) {
 			t.Errorf("%s left behind after Down", pidFile)
 		}
 	}
+	checkSandboxRaces(t, dir)
+}
+
+// checkSandboxRaces fails on data races in azlb code the sandbox's
+// controller reported.
+func checkSandboxRaces(t *testing.T, dir string) {
+	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(dir, "logs", "controller.log")); err == nil {
 		for _, race := range ourRaces(string(b)) {
 			t.Errorf("the sandbox controller hit a data race in azlb code:\n%s", race)
 		}
 	}
+}
+
+// sandboxBinDir is a bin directory for the sandbox: the emulator built, the
+// controller under test and the Kubernetes binaries linked.
+func sandboxBinDir(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "azlb-emulator"), "./cmd/azlb-emulator")
+	build.Dir = suite.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build emulator: %v\n%s", err, out)
+	}
+	for name, from := range map[string]string{
+		"azlb-controller-manager": suite.ccmBinary,
+		"kube-apiserver":          filepath.Join(suite.root, "bin", "kube-apiserver"),
+		"etcd":                    filepath.Join(suite.root, "bin", "etcd"),
+	} {
+		if err := os.Symlink(from, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
 }
 
 // setTaintsWith puts one NoExecute taint on a node of another cluster.
