@@ -104,8 +104,8 @@ golangci:
 	$(BIN)/golangci-lint run --timeout 15m $(PKGS)
 	cd hack/tools/image && $(BIN)/golangci-lint run --timeout 15m ./...
 
-sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (runs in the background; SANDBOX=container for pod-based load balancing)
-	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) $(if $(SANDBOX),--variant $(SANDBOX))
+sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container; runs in the background)
+	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) --variant $(or $(SANDBOX),multi)
 
 sandbox-down: ## stop everything make sandbox started
 	@if [ -x $(BIN)/azlb ]; then $(BIN)/azlb sandbox down --dir .sandbox; else echo "nothing to stop"; fi

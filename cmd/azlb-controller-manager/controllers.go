@@ -24,18 +24,22 @@ import (
 // Client identities (ServiceAccounts with --use-service-account-credentials)
 // of the controllers; deploy/ grants each only what it calls.
 const (
-	clientService      = "azlb-service-controller"
-	clientAdminState   = "azlb-admin-state-controller"
-	clientSpotEviction = "azlb-spot-eviction-controller"
-	clientLocalService = "azlb-local-service-controller"
-	clientGateway      = "azlb-service-gateway-controller"
+	clientService            = "azlb-service-controller"
+	clientCloudNode          = "azlb-cloud-node-controller"
+	clientCloudNodeLifecycle = "azlb-cloud-node-lifecycle-controller"
+	clientAdminState         = "azlb-admin-state-controller"
+	clientSpotEviction       = "azlb-spot-eviction-controller"
+	clientLocalService       = "azlb-local-service-controller"
+	clientGateway            = "azlb-service-gateway-controller"
 )
 
-// defaultControllers run unless --controllers says otherwise: azlb
-// implements load balancers only, so the framework's node and route
-// controllers stay off.
+// defaultControllers run unless --controllers says otherwise: the
+// framework's service, cloud node and cloud node lifecycle controllers
+// (azlb implements LoadBalancer and InstancesV2) and azlb's own; the route
+// controller stays off.
 func defaultControllers() []string {
-	return []string{names.ServiceLBController, adminstate.ControllerAdminState, adminstate.ControllerSpotEviction, localservice.ControllerName,
+	return []string{names.ServiceLBController, names.CloudNodeController, names.CloudNodeLifecycleController,
+		adminstate.ControllerAdminState, adminstate.ControllerSpotEviction, localservice.ControllerName,
 		servicegateway.ControllerName}
 }
 
@@ -48,9 +52,15 @@ func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
 	for name, c := range app.DefaultInitFuncConstructors {
 		inits[name] = c
 	}
-	if c, ok := inits[names.ServiceLBController]; ok {
-		c.InitContext.ClientName = clientService
-		inits[names.ServiceLBController] = c
+	for name, client := range map[string]string{
+		names.ServiceLBController:          clientService,
+		names.CloudNodeController:          clientCloudNode,
+		names.CloudNodeLifecycleController: clientCloudNodeLifecycle,
+	} {
+		if c, ok := inits[name]; ok {
+			c.InitContext.ClientName = client
+			inits[name] = c
+		}
 	}
 	inits[adminstate.ControllerAdminState] = app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: clientAdminState},
@@ -109,8 +119,13 @@ func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.Co
 		if err != nil {
 			return nil, false, err
 		}
+		policy := backendpool.PolicyFromConfig(az.Config)
+		var members adminstate.NodeMembers
+		if policy.NICBased {
+			members = az.Inventory // NIC-derived entries are matched by their VM or NIC
+		}
 		mgr, err := adminstate.NewManager(az.Store, adminstate.ManagerOptions{SubscriptionID: az.Config.SubscriptionID,
-			Source: "azlb-controller-manager", Policy: backendpool.PolicyFromConfig(az.Config)})
+			Source: "azlb-controller-manager", Policy: policy, Members: members})
 		if err != nil {
 			return nil, false, err
 		}

@@ -146,11 +146,24 @@ func TestReplayAgainstRunningEmulator(t *testing.T) {
 		t.Fatalf("-v=false output %s", out.String())
 	}
 	// A cassette the emulator does not serve fails with a non-zero exit.
+	unserved := filepath.Join(t.TempDir(), "unserved.yaml")
+	if err := os.WriteFile(unserved, []byte(`version: 2
+interactions:
+- id: 0
+  request:
+    method: GET
+    url: https://management.azure.com/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.KeyVault/vaults/v?api-version=2023-07-01
+  response:
+    code: 200
+    body: '{"name":"v"}'
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out, errOut = syncBuffer{}, syncBuffer{}
-	if code := run([]string{"replay", "--emulator", srv.URL(), "--ca-file", ca, filepath.Join(dir, "virtualmachinescalesetclient.yaml")}, &out, &errOut); code != 1 {
+	if code := run([]string{"replay", "--emulator", srv.URL(), "--ca-file", ca, unserved}, &out, &errOut); code != 1 {
 		t.Fatalf("unserved cassette: exit %d", code)
 	}
-	if !strings.Contains(out.String(), "FAIL virtualmachinescalesetclient.yaml") {
+	if !strings.Contains(out.String(), "FAIL unserved.yaml") {
 		t.Fatalf("output %s", out.String())
 	}
 }

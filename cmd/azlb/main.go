@@ -1,11 +1,16 @@
 // Command azlb is the azlb command-line tool:
 //
-//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant container]   start the whole system on this machine
-//	azlb sandbox down [--dir .sandbox]             stop it
-//	azlb status [--kubeconfig F] [--cloud-config F] show load balancers, pools and admin state
+//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container]
+//	                                                                 start the whole system on this machine
+//	azlb sandbox down [--dir .sandbox]                               stop it
+//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state
+//	                                                                 and the service gateway's pods
+//	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
+//	                                                                 a power action on a node's VM (ARM)
+//	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets (the NIC demo runs it)
 //
-// Without flags, status reads the sandbox's .sandbox/kubeconfig and
-// .sandbox/azure.json.
+// Without flags, status, vm and node-agent read the sandbox's
+// .sandbox/kubeconfig and .sandbox/azure.json.
 package main
 
 import (
@@ -35,9 +40,11 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant container]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
+  azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
+  azlb node-agent --nodes FILE [--kubeconfig FILE] [--cloud-config FILE] [--interval 1s]
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -53,6 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sandboxDown(args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
+	case args[0] == "vm" && len(args) > 2:
+		err = vmAction(ctx, args[1], args[2:], stdout)
+	case args[0] == "node-agent":
+		err = nodeAgent(ctx, args[1:])
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -70,7 +81,8 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	bin := fs.String("bin", "bin", "directory holding the built binaries")
 	rbac := fs.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest the controller runs with")
 	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
-	variant := fs.String("variant", "", "demo cluster: \"\" (two Standard load balancers, node pools) or \""+sandbox.VariantContainer+"\" (pod-based load balancing through a service gateway)")
+	variant := fs.String("variant", sandbox.VariantMulti, "the demo cluster: "+sandbox.VariantMulti+" (two Standard load balancers, IP-based pools), "+
+		sandbox.VariantNIC+" (NIC-based pools over emulated VMs) or "+sandbox.VariantContainer+" (pod-based load balancing through a service gateway)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,7 +98,11 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 		sandbox.Down(abs)
 		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
 	}
-	if *variant == sandbox.VariantContainer {
+	switch *variant {
+	case sandbox.VariantNIC:
+		fmt.Fprintf(out, nicHelp, *dir)
+		return nil
+	case sandbox.VariantContainer:
 		fmt.Fprintf(out, `
 The pod-based (Container Load Balancer) sandbox is running. Try:
 

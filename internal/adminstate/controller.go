@@ -170,8 +170,8 @@ func (c *Controller) onNodeAdd(obj any) {
 	}
 }
 
-// onNodeUpdate enqueues a node when its supported taints, its addresses or
-// its UID changed. Cordoning, other taints, labels and status heartbeats do
+// onNodeUpdate enqueues a node when its supported taints, its addresses,
+// its providerID (its NIC-based members) or its UID changed. Cordoning, other taints, labels and status heartbeats do
 // not enqueue.
 func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 	o, ok1 := oldObj.(*v1.Node)
@@ -180,7 +180,7 @@ func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 		return // a resync: nothing changed
 	}
 	if o.UID != n.UID || !slices.Equal(backendpool.OutOfServiceReasons(o), backendpool.OutOfServiceReasons(n)) ||
-		ipsKey(nodeIPs(o)) != ipsKey(nodeIPs(n)) {
+		ipsKey(nodeIPs(o)) != ipsKey(nodeIPs(n)) || o.Spec.ProviderID != n.Spec.ProviderID {
 		c.queue.Add(n.Name)
 	}
 }
@@ -303,9 +303,15 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 			c.queue.Forget(key)
 			continue
 		}
+		members, err := c.mgr.MemberKeys(ctx, node)
+		if err != nil {
+			log.Error(err, "Resolving the node's NIC-based pool members; retrying with backoff", "node", key)
+			c.requeue(key, err)
+			continue
+		}
 		c.adopt(node)
-		targets = append(targets, Target{Node: node.Name, UID: node.UID, IPs: nodeIPs(node), State: backendpool.DesiredState(node),
-			Pooled: c.mgr.Pooled(node)})
+		targets = append(targets, Target{Node: node.Name, UID: node.UID, IPs: nodeIPs(node), Members: members,
+			State: backendpool.DesiredState(node), Pooled: c.mgr.Pooled(node)})
 		nodes = append(nodes, node)
 	}
 	if len(targets) == 0 {

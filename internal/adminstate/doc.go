@@ -17,7 +17,11 @@
 //     store read each such pool afresh, set the state of the matching
 //     entries and write each changed pool once, all pools in parallel, with
 //     the store's If-Match and conflict policy. Entries are matched by IP
-//     address; other entries are left as they are. A node the pool-entry
+//     address, and NIC-derived entries (NIC-based pools) by the owner of
+//     their ip configuration (the node's scale set VM or network interface,
+//     from ManagerOptions.Members); only their adminState changes, and
+//     other entries are left as they are. A node whose members cannot be
+//     resolved yet (its VM not listed) is retried. A node the pool-entry
 //     policy puts in pools (Target.Pooled) that the cache places in none is
 //     looked up again in Azure before the apply counts as done, so a stale
 //     cache can never yield "Down on 0 pools" for a node in rotation. Any

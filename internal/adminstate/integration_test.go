@@ -313,9 +313,12 @@ func TestEmulatorNoTaintNoWrites(t *testing.T) {
 			t.Errorf("%s not None", nd.name)
 		}
 	}
-	if oos := c.c.OutOfService(); len(oos) != 1 || len(oos[nodes[3].name]) != 1 {
-		t.Errorf("out-of-service set %v, want only the barrier node", oos)
-	}
+	// The controller records the node after its write returns, which may be
+	// after the pool already shows Down.
+	poll(t, waitFor, "only the barrier node out of service", func() bool {
+		oos := c.c.OutOfService()
+		return len(oos) == 1 && len(oos[nodes[3].name]) == 1
+	})
 }
 
 func TestEmulatorMetricsAndLock(t *testing.T) {

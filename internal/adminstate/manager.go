@@ -31,6 +31,9 @@ type ManagerOptions struct {
 	Source         string
 	// Policy is the pool-entry policy (which nodes belong in pools).
 	Policy backendpool.Policy
+	// Members resolves nodes to their NIC-based members; nil: entries are
+	// matched by IP address only.
+	Members NodeMembers
 }
 
 // Target is the admin state one node's backend entries must have.
@@ -43,12 +46,28 @@ type Target struct {
 	// IPs are the node's addresses; every pool entry with one of them is
 	// updated.
 	IPs []string
+	// Members are the owners of the node's NIC-based pool members
+	// (backendpool.EntryKey: its scale set VM's id, or its NICs' ids);
+	// every NIC-derived entry of one of them is updated.
+	Members []string
 	// State is None, Down or Up.
 	State State
 	// Pooled: the pool-entry policy puts the node in backend pools
 	// (backendpool.Policy.Pooled). Finding such a node in no pool is
 	// checked against Azure before it counts as done.
 	Pooled bool
+}
+
+// keys are what the target's pool entries are matched by: its IP
+// addresses and its NIC-based members' owners.
+func (t Target) keys() []string {
+	return append(append(make([]string, 0, len(t.IPs)+len(t.Members)), t.IPs...), t.Members...)
+}
+
+// NodeMembers tells the owners of a node's NIC-based pool members
+// (backendpool.EntryKey), for NIC-based pools.
+type NodeMembers interface {
+	MemberKeys(ctx context.Context, node *v1.Node) ([]string, error)
 }
 
 // Result is the outcome of one Target.
@@ -81,11 +100,12 @@ type Result struct {
 //
 // Manager is safe for concurrent use.
 type Manager struct {
-	store  *lbstore.Store
-	policy backendpool.Policy
-	clock  clock.PassiveClock
-	sub    string
-	source string
+	store   *lbstore.Store
+	policy  backendpool.Policy
+	members NodeMembers
+	clock   clock.PassiveClock
+	sub     string
+	source  string
 
 	mu      sync.Mutex
 	applied map[types.UID]appliedState
@@ -109,7 +129,7 @@ func NewManager(store *lbstore.Store, opts ManagerOptions) (*Manager, error) {
 	if src == "" {
 		src = azure.DefaultSource
 	}
-	return &Manager{store: store, policy: opts.Policy, clock: clk, sub: opts.SubscriptionID, source: src,
+	return &Manager{store: store, policy: opts.Policy, members: opts.Members, clock: clk, sub: opts.SubscriptionID, source: src,
 		applied: map[types.UID]appliedState{}}, nil
 }
 
@@ -117,6 +137,15 @@ func NewManager(store *lbstore.Store, opts ManagerOptions) (*Manager, error) {
 // pools of either family.
 func (m *Manager) Pooled(n *v1.Node) bool {
 	return m.policy.Pooled(n, v1.IPv4Protocol) || m.policy.Pooled(n, v1.IPv6Protocol)
+}
+
+// MemberKeys returns the owners of the node's NIC-based pool members (none
+// without a NodeMembers).
+func (m *Manager) MemberKeys(ctx context.Context, n *v1.Node) ([]string, error) {
+	if m.members == nil {
+		return nil, nil
+	}
+	return m.members.MemberKeys(ctx, n)
 }
 
 // Forget drops what the Manager remembers about a node UID (call it when
@@ -197,7 +226,7 @@ func (m *Manager) ApplyNodes(ctx context.Context, targets []Target) []Result {
 			m.Forget(t.UID)
 			continue
 		}
-		r.settle(t.IPs, outcomes)
+		r.settle(t.keys(), outcomes)
 		if r.Err != nil {
 			m.Forget(t.UID)
 		} else {
@@ -230,13 +259,13 @@ func (m *Manager) plan(targets []Target) *batch {
 				armnetwork.PossibleLoadBalancerBackendAddressAdminStateValues())
 			continue
 		}
-		b.norm[i], b.keys[i] = s, ipsKey(t.IPs)
+		b.norm[i], b.keys[i] = s, ipsKey(t.keys())
 		if m.upToDate(t.UID, s, b.keys[i]) {
 			b.results[i].Skipped = true
 			continue
 		}
 		b.active[i] = true
-		for _, ip := range t.IPs {
+		for _, ip := range t.keys() {
 			ip = backendpool.CanonicalIP(ip)
 			if j, ok := b.claim[ip]; ok && j != i && !sameState(b.norm[j], s) {
 				err := fmt.Errorf("adminstate: address %s is claimed by nodes %s (%s) and %s (%s)", ip, targets[j].Node, b.norm[j], t.Node, s)
@@ -251,7 +280,7 @@ func (m *Manager) plan(targets []Target) *batch {
 			continue
 		}
 		b.active[i] = false
-		for _, ip := range targets[i].IPs {
+		for _, ip := range targets[i].keys() {
 			if b.claim[backendpool.CanonicalIP(ip)] == i {
 				delete(b.want, backendpool.CanonicalIP(ip))
 			}
@@ -265,10 +294,10 @@ func (m *Manager) plan(targets []Target) *batch {
 func (b *batch) foundNowhere(targets []Target, outcomes []poolOutcome) map[string]State {
 	again := map[string]State{}
 	for i, t := range targets {
-		if !b.active[i] || !t.Pooled || foundIn(outcomes, t.IPs) {
+		if !b.active[i] || !t.Pooled || foundIn(outcomes, t.keys()) {
 			continue
 		}
-		for _, ip := range t.IPs {
+		for _, ip := range t.keys() {
 			if ip = backendpool.CanonicalIP(ip); b.claim[ip] == i {
 				again[ip] = b.want[ip]
 			}

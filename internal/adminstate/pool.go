@@ -14,19 +14,20 @@ type State = armnetwork.LoadBalancerBackendAddressAdminState
 // "down" to "Down").
 func sameState(a, b State) bool { return strings.EqualFold(string(a), string(b)) }
 
-// setAdminState sets, on every entry of the pool whose IP address is in
-// desired, that admin state. Other entries are left untouched. It returns
-// the canonical IPs of the entries it changed and of the desired addresses
-// found in the pool.
+// setAdminState sets, on every entry of the pool whose key
+// (backendpool.EntryKey: its IP address, or the owner of its ip
+// configuration) is in desired, that admin state. Other entries are left
+// untouched. It returns the keys of the entries it changed and of the
+// desired keys found in the pool.
 func setAdminState(pool *armnetwork.BackendAddressPool, desired map[string]State) (changed, found []string) {
 	if pool == nil || pool.Properties == nil {
 		return nil, nil
 	}
 	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
-		if a == nil || a.Properties == nil || a.Properties.IPAddress == nil {
+		ip := backendpool.EntryKey(a)
+		if ip == "" {
 			continue
 		}
-		ip := backendpool.CanonicalIP(*a.Properties.IPAddress)
 		want, ok := desired[ip]
 		if !ok {
 			continue

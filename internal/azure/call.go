@@ -83,32 +83,48 @@ func write[T any](ctx context.Context, b *base, op, resourceGroup, object, etag 
 // poller.
 func writeOrDone[T any](ctx context.Context, b *base, op, resourceGroup, object, etag string,
 	begin func(context.Context) (*T, *runtime.Poller[T], error)) (T, error) {
-	var zero T
+	wait, err := startWrite(ctx, b, op, resourceGroup, object, etag, begin)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return wait(ctx)
+}
+
+// startWrite sends a long-running write and returns once ARM accepted it;
+// wait polls its operation to the end (at once when ARM completed it
+// synchronously). Callers that send many writes let the operations of the
+// earlier ones run while they send the next.
+func startWrite[T any](ctx context.Context, b *base, op, resourceGroup, object, etag string,
+	begin func(context.Context) (*T, *runtime.Poller[T], error)) (wait func(context.Context) (T, error), err error) {
 	callCtx, err := b.admit(ctx, op, resourceGroup, true)
 	if err != nil {
-		return zero, b.wrap(op, object, err)
+		return nil, b.wrap(op, object, err)
 	}
 	var initial *http.Response
 	done, poller, err := begin(policy.WithCaptureResponse(withIfMatch(callCtx, etag), &initial))
 	if err != nil {
-		return zero, b.wrap(op, object, err)
+		return nil, b.wrap(op, object, err)
 	}
 	if done != nil {
-		return *done, nil
+		return func(context.Context) (T, error) { return *done, nil }, nil
 	}
 	// A write ARM completed synchronously (200/201 with a terminal
 	// provisioningState, as updates of load balancers and pools are) carries
 	// the final resource in its body: decode it instead of letting the
 	// poller GET the resource again, which would cost one more round trip.
 	if out, ok := synchronousResult[T](poller, initial); ok {
-		return out, nil
+		return func(context.Context) (T, error) { return out, nil }, nil
 	}
-	pollCtx := withRequestInfo(ctx, b.metricName+"_"+op+pollSuffix, resourceGroup)
-	resp, err := poller.PollUntilDone(pollCtx, &runtime.PollUntilDoneOptions{Frequency: b.pollFrequency})
-	if err != nil {
-		return zero, b.wrap(op, object, err)
-	}
-	return resp, nil
+	return func(ctx context.Context) (T, error) {
+		pollCtx := withRequestInfo(ctx, b.metricName+"_"+op+pollSuffix, resourceGroup)
+		resp, err := poller.PollUntilDone(pollCtx, &runtime.PollUntilDoneOptions{Frequency: b.pollFrequency})
+		if err != nil {
+			var zero T
+			return zero, b.wrap(op, object, err)
+		}
+		return resp, nil
+	}, nil
 }
 
 // list collects every page of a pager, skipping nil items.

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -97,6 +98,12 @@ type Clients struct {
 	BackendPool  BackendPoolClient
 	PublicIP     PublicIPClient
 	Subnet       SubnetClient
+	// Compute and network interface clients (node lifecycle, NIC-based
+	// pools).
+	ScaleSet   ScaleSetClient
+	ScaleSetVM ScaleSetVMClient
+	VM         VMClient
+	Interface  InterfaceClient
 	// ServiceGateway is the client of pod-based backend pools.
 	ServiceGateway ServiceGatewayClient
 
@@ -243,6 +250,9 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		sg, err = armnetwork.NewServiceGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientServiceGateway))
 		c.ServiceGateway = &serviceGatewayClient{base: newBase(ClientServiceGateway), c: sg}
 	}
+	if err == nil {
+		err = c.computeClients(cfg.SubscriptionID, newBase)
+	}
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("azure clients: %w", redactError(err, secret))
@@ -263,8 +273,42 @@ func metricName(client string) string {
 		return "publicip"
 	case ClientSubnet:
 		return "subnet"
+	case ClientScaleSet:
+		return "vmss"
+	case ClientScaleSetVM:
+		return "vmssvm"
+	case ClientVM:
+		return "vm"
+	case ClientInterface:
+		return "interface"
 	case ClientServiceGateway:
 		return "servicegateway"
 	}
 	return client
+}
+
+// computeClients builds the scale set, scale set VM, VM and network
+// interface clients.
+func (c *Clients) computeClients(sub string, newBase func(string) *base) error {
+	vmss, err := armcompute.NewVirtualMachineScaleSetsClient(sub, c.cred, c.armOptions(ClientScaleSet))
+	if err != nil {
+		return err
+	}
+	c.ScaleSet = &scaleSetClient{base: newBase(ClientScaleSet), c: vmss}
+	vmssVM, err := armcompute.NewVirtualMachineScaleSetVMsClient(sub, c.cred, c.armOptions(ClientScaleSetVM))
+	if err != nil {
+		return err
+	}
+	c.ScaleSetVM = &scaleSetVMClient{base: newBase(ClientScaleSetVM), c: vmssVM}
+	vms, err := armcompute.NewVirtualMachinesClient(sub, c.cred, c.armOptions(ClientVM))
+	if err != nil {
+		return err
+	}
+	c.VM = &vmClient{base: newBase(ClientVM), c: vms}
+	nics, err := armnetwork.NewInterfacesClient(sub, c.cred, c.armOptions(ClientInterface))
+	if err != nil {
+		return err
+	}
+	c.Interface = &interfaceClient{base: newBase(ClientInterface), c: nics}
+	return nil
 }

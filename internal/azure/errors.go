@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,11 +62,19 @@ const (
 	CodePreconditionFailed                         = "PreconditionFailed"
 	CodeCanceledAndSupersededDueToAnotherOperation = "CanceledAndSupersededDueToAnotherOperation"
 	CodeRetryableError                             = "RetryableError"
+	// CodeModificationOfNICIpConfigBackendPool: a pool write changed a
+	// NIC-based member, which happens when a NIC joined or left the pool
+	// since it was read: another writer won, like a 412.
+	CodeModificationOfNICIpConfigBackendPool = "ModificationOfNICIpConfigBackendPoolNotSupported"
+	// CodeLoadBalancerInUseByScaleSet: a load balancer (or pool) delete
+	// refused while a scale set model lists one of its pools.
+	CodeLoadBalancerInUseByScaleSet = "LoadBalancerInUseByVirtualMachineScaleSet"
 )
 
 var (
 	staleCodes    = []string{CodeResourceNotFound, CodeNotFound, CodeResourceGroupNotFound, CodeParentResourceNotFound}
-	conflictCodes = []string{CodeAnotherOperationInProgress, CodePreconditionFailed, CodeCanceledAndSupersededDueToAnotherOperation, CodeRetryableError}
+	conflictCodes = []string{CodeAnotherOperationInProgress, CodePreconditionFailed, CodeCanceledAndSupersededDueToAnotherOperation, CodeRetryableError,
+		CodeModificationOfNICIpConfigBackendPool}
 )
 
 func hasCode(codes []string, code string) bool {
@@ -84,9 +93,12 @@ func hasCode(codes []string, code string) bool {
 //     code ResourceNotFound, NotFound, ResourceGroupNotFound,
 //     ParentResourceNotFound -> ClassStale;
 //     code AnotherOperationInProgress, PreconditionFailed,
-//     CanceledAndSupersededDueToAnotherOperation, RetryableError ->
+//     CanceledAndSupersededDueToAnotherOperation, RetryableError,
+//     ModificationOfNICIpConfigBackendPoolNotSupported ->
 //     ClassConflict (RetryableError is how ARM marks a failed long-running
-//     operation that may be retried; the SDK does not retry LRO failures);
+//     operation that may be retried; the SDK does not retry LRO failures;
+//     a pool write meets ModificationOfNICIpConfigBackendPoolNotSupported
+//     when a NIC joined or left the pool since it was read);
 //     status 404 -> ClassStale; 409 and 412 -> ClassConflict;
 //     status in RetriableStatusCodes -> ClassRetriedBySDK;
 //     anything else -> ClassOther.
@@ -194,4 +206,23 @@ func StatusCode(err error) int {
 		return re.StatusCode
 	}
 	return 0
+}
+
+// scaleSetInMessage finds the scale set id in the message of
+// LoadBalancerInUseByVirtualMachineScaleSet (the id is followed by a full
+// stop).
+var scaleSetInMessage = regexp.MustCompile(`(?i)(/subscriptions/[^/\s]+/resourceGroups/[^/\s]+/providers/Microsoft\.Compute/virtualMachineScaleSets/[^/\s"]+?)\.(\s|"|$)`)
+
+// ScaleSetInUse returns the scale set named by a
+// LoadBalancerInUseByVirtualMachineScaleSet error in err's chain.
+func ScaleSetInUse(err error) (string, bool) {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re == nil || !strings.EqualFold(re.ErrorCode, CodeLoadBalancerInUseByScaleSet) {
+		return "", false
+	}
+	m := scaleSetInMessage.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }

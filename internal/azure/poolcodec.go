@@ -3,6 +3,7 @@ package azure
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -18,10 +19,12 @@ import (
 // a 2-core controller that CPU, not Azure, dominated an admin-state cutover.
 //
 // How: mirror types with json tags for the hot part (the pool, its
-// properties and its address entries) are encoded and decoded with
-// encoding/json, without per-level maps; the rarely
-// filled, deeply nested fields (backendIPConfigurations,
-// tunnelInterfaces) stay raw and are handed to the SDK's own codec. The
+// properties, its address entries and the references of its
+// backendIPConfigurations, which a NIC-based pool of 1,000 members carries
+// 1,000 of) are encoded and decoded with encoding/json, without per-level
+// maps; the rarely filled, deeply nested fields (an ip configuration's
+// properties, tunnelInterfaces) stay raw and are handed to the SDK's own
+// codec. The
 // semantics are the SDK's: absent or null fields are nil, unknown fields are
 // ignored, nil pointers are omitted, nil slices are omitted and empty ones
 // written as []. Two differences, neither of which ARM produces: object keys
@@ -42,7 +45,7 @@ type poolWire struct {
 }
 
 type poolPropsWire struct {
-	BackendIPConfigurations      json.RawMessage               `json:"backendIPConfigurations,omitempty"`
+	BackendIPConfigurations      []*ipConfigWire               `json:"backendIPConfigurations,omitzero"`
 	DrainPeriodInSeconds         *int32                        `json:"drainPeriodInSeconds,omitempty"`
 	InboundNatRules              []*subWire                    `json:"inboundNatRules,omitzero"`
 	LoadBalancerBackendAddresses []*addressWire                `json:"loadBalancerBackendAddresses,omitzero"`
@@ -69,6 +72,16 @@ type addressPropsWire struct {
 	NetworkInterfaceIPConfiguration     *subWire                                         `json:"networkInterfaceIPConfiguration,omitempty"`
 	Subnet                              *subWire                                         `json:"subnet,omitempty"`
 	VirtualNetwork                      *subWire                                         `json:"virtualNetwork,omitempty"`
+}
+
+// ipConfigWire is one of a pool's backendIPConfigurations: ARM returns only
+// the id; properties, when present, go through the SDK's codec.
+type ipConfigWire struct {
+	Etag       *string         `json:"etag,omitempty"`
+	ID         *string         `json:"id,omitempty"`
+	Name       *string         `json:"name,omitempty"`
+	Properties json.RawMessage `json:"properties,omitempty"`
+	Type       *string         `json:"type,omitempty"`
 }
 
 type subWire struct {
@@ -109,7 +122,7 @@ func decodePool(data []byte) (armnetwork.BackendAddressPool, error) {
 		SyncMode:             wp.SyncMode,
 		VirtualNetwork:       subOf(wp.VirtualNetwork),
 	}
-	if err := sdkField(wp.BackendIPConfigurations, "BackendIPConfigurations", &p.BackendIPConfigurations); err != nil {
+	if err := decodeIPConfigs(wp.BackendIPConfigurations, p); err != nil {
 		return armnetwork.BackendAddressPool{}, err
 	}
 	if err := sdkField(wp.TunnelInterfaces, "TunnelInterfaces", &p.TunnelInterfaces); err != nil {
@@ -164,6 +177,54 @@ func sdkField(raw json.RawMessage, name string, v any) error {
 		return fmt.Errorf("unmarshalling type %T: struct field %s: %w", &armnetwork.BackendAddressPoolPropertiesFormat{}, name, err)
 	}
 	return nil
+}
+
+// decodeIPConfigs fills p.BackendIPConfigurations from their mirrors.
+func decodeIPConfigs(ws []*ipConfigWire, p *armnetwork.BackendAddressPoolPropertiesFormat) error {
+	if ws == nil {
+		return nil
+	}
+	p.BackendIPConfigurations = make([]*armnetwork.InterfaceIPConfiguration, len(ws))
+	cfgs := make([]armnetwork.InterfaceIPConfiguration, len(ws))
+	for i, w := range ws {
+		if w == nil {
+			continue
+		}
+		c := &cfgs[i]
+		*c = armnetwork.InterfaceIPConfiguration{Etag: w.Etag, ID: w.ID, Name: w.Name, Type: w.Type}
+		if w.Properties != nil && string(w.Properties) != "null" {
+			c.Properties = &armnetwork.InterfaceIPConfigurationPropertiesFormat{}
+			if err := json.Unmarshal(w.Properties, c.Properties); err != nil {
+				return fmt.Errorf("unmarshalling type %T: struct field BackendIPConfigurations: %w", p, err)
+			}
+		}
+		p.BackendIPConfigurations[i] = c
+	}
+	return nil
+}
+
+// wireIPConfigs mirrors a pool's backendIPConfigurations for encoding.
+func wireIPConfigs(cs []*armnetwork.InterfaceIPConfiguration) ([]*ipConfigWire, error) {
+	if cs == nil {
+		return nil, nil
+	}
+	out := make([]*ipConfigWire, len(cs))
+	ws := make([]ipConfigWire, len(cs))
+	for i, c := range cs {
+		if c == nil {
+			continue
+		}
+		w := &ws[i]
+		*w = ipConfigWire{Etag: c.Etag, ID: c.ID, Name: c.Name, Type: c.Type}
+		if c.Properties != nil {
+			var err error
+			if w.Properties, err = json.Marshal(c.Properties); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = w
+	}
+	return out, nil
 }
 
 func subOf(w *subWire) *armnetwork.SubResource {
@@ -221,10 +282,8 @@ func encodePool(p *armnetwork.BackendAddressPool) ([]byte, error) {
 			VirtualNetwork:       wireSub(pp.VirtualNetwork),
 		}
 		var err error
-		if pp.BackendIPConfigurations != nil {
-			if wp.BackendIPConfigurations, err = json.Marshal(pp.BackendIPConfigurations); err != nil {
-				return nil, err
-			}
+		if wp.BackendIPConfigurations, err = wireIPConfigs(pp.BackendIPConfigurations); err != nil {
+			return nil, err
 		}
 		if pp.TunnelInterfaces != nil {
 			if wp.TunnelInterfaces, err = json.Marshal(pp.TunnelInterfaces); err != nil {
@@ -270,6 +329,13 @@ func encodePool(p *armnetwork.BackendAddressPool) ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// ipConfigHasNull reports whether a backendIPConfigurations element holds
+// a NullValue sentinel where the mirror carries a pointer.
+func ipConfigHasNull(c *armnetwork.InterfaceIPConfiguration) bool {
+	return c != nil && (c.Etag == nullString || c.ID == nullString || c.Name == nullString || c.Type == nullString ||
+		c.Properties == nullCfgProps)
+}
+
 // NullValue sentinels of every pointer type the mirror types carry.
 var (
 	nullString    = azcore.NullValue[*string]()
@@ -280,6 +346,7 @@ var (
 	nullSyncMode  = azcore.NullValue[*armnetwork.SyncMode]()
 	nullPoolProps = azcore.NullValue[*armnetwork.BackendAddressPoolPropertiesFormat]()
 	nullAddrProps = azcore.NullValue[*armnetwork.LoadBalancerBackendAddressPropertiesFormat]()
+	nullCfgProps  = azcore.NullValue[*armnetwork.InterfaceIPConfigurationPropertiesFormat]()
 )
 
 // hasNullSentinel reports whether any field the mirror types encode holds
@@ -297,6 +364,9 @@ func hasNullSentinel(p *armnetwork.BackendAddressPool) bool {
 	}
 	if pp.DrainPeriodInSeconds == nullInt32 || pp.Location == nullString || pp.OutboundRule == nullSub ||
 		pp.ProvisioningState == nullProvState || pp.SyncMode == nullSyncMode || pp.VirtualNetwork == nullSub {
+		return true
+	}
+	if slices.ContainsFunc(pp.BackendIPConfigurations, ipConfigHasNull) {
 		return true
 	}
 	for _, a := range pp.LoadBalancerBackendAddresses {

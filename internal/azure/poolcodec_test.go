@@ -83,6 +83,8 @@ func randomPool(r *rand.Rand, entries int) armnetwork.BackendAddressPool {
 		props.BackendIPConfigurations = []*armnetwork.InterfaceIPConfiguration{
 			{ID: str(), Name: str(), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{PrivateIPAddress: str(), Primary: to.Ptr(true)}},
 			nil,
+			{ID: str()},
+			{Etag: str(), Type: str(), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{}},
 		}
 	}
 	if r.IntN(4) == 0 {
@@ -207,6 +209,14 @@ func TestPoolCodecNullValue(t *testing.T) {
 	if !strings.Contains(string(b), `"adminState":null`) {
 		t.Errorf("encode = %s; want an explicit null adminState", b)
 	}
+	p.Properties.LoadBalancerBackendAddresses[0].Properties.AdminState = nil
+	p.Properties.BackendIPConfigurations = []*armnetwork.InterfaceIPConfiguration{{ID: to.Ptr("c"), Name: azcore.NullValue[*string]()}}
+	if b, err = encodePool(&p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"name":null`) {
+		t.Errorf("encode = %s; want an explicit null ip configuration name", b)
+	}
 }
 
 // TestPoolCodecErrors: malformed bodies fail with an error naming the type,
@@ -216,6 +226,7 @@ func TestPoolCodecErrors(t *testing.T) {
 		``, `{`, `[]`, `{"name":5}`, `{"properties":"x"}`, `{"properties":{"loadBalancerBackendAddresses":{}}}`,
 		`{"properties":{"loadBalancerBackendAddresses":[{"properties":{"ipAddress":1}}]}}`,
 		`{"properties":{"backendIPConfigurations":[1]}}`, `{"properties":{"tunnelInterfaces":"x"}}`, `{} x`,
+		`{"properties":{"backendIPConfigurations":[{"properties":{"primary":"x"}}]}}`,
 	} {
 		_, err := decodePool([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), "BackendAddressPool") {
@@ -267,6 +278,7 @@ func TestPoolCodecCoversEverySDKField(t *testing.T) {
 		{armnetwork.LoadBalancerBackendAddressPropertiesFormat{}, addressPropsWire{}},
 		{armnetwork.SubResource{}, subWire{}},
 		{armnetwork.NatRulePortMapping{}, natPortWire{}},
+		{armnetwork.InterfaceIPConfiguration{}, ipConfigWire{}},
 	}
 	for _, p := range pairs {
 		st, mt := reflect.TypeOf(p.sdk), reflect.TypeOf(p.mirror)

@@ -53,7 +53,10 @@ func rateLimitStanza(client string) string {
 
 // effectiveRateLimit is the rate-limit stanza in force for a client: the
 // load balancer and backend pool clients use loadBalancerRateLimit, the
-// public IP client publicIPAddressRateLimit, others the top-level
+// public IP client publicIPAddressRateLimit, the scale set and scale set
+// VM clients virtualMachineScaleSetRateLimit, the VM client
+// virtualMachineRateLimit, the network interface client interfaceRateLimit,
+// others the top-level
 // cloudProviderRateLimit* fields (see config.RateLimitFor for inheritance and
 // defaults). Limiting is off when the stanza's cloudProviderRateLimit is
 // false.
@@ -63,6 +66,12 @@ func effectiveRateLimit(cfg *config.Config, client string) config.RateLimitConfi
 		return cfg.RateLimitFor(config.RateLimitClientLoadBalancer)
 	case ClientPublicIPAddress:
 		return cfg.RateLimitFor(config.RateLimitClientPublicIPAddress)
+	case ClientScaleSet, ClientScaleSetVM:
+		return cfg.RateLimitFor(config.RateLimitClientScaleSet)
+	case ClientVM:
+		return cfg.RateLimitFor(config.RateLimitClientVM)
+	case ClientInterface:
+		return cfg.RateLimitFor(config.RateLimitClientInterface)
 	case ClientServiceGateway:
 		return cfg.RateLimitFor(config.RateLimitClientServiceGateway)
 	default:

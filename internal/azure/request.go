@@ -15,6 +15,10 @@ const (
 	ClientBackendPool     = "backendPool"
 	ClientPublicIPAddress = "publicIPAddress"
 	ClientSubnet          = "subnet"
+	ClientScaleSet        = "virtualMachineScaleSet"
+	ClientScaleSetVM      = "virtualMachineScaleSetVM"
+	ClientVM              = "virtualMachine"
+	ClientInterface       = "interface"
 	ClientServiceGateway  = "serviceGateway"
 )
 

@@ -13,6 +13,11 @@
 //   - An entry is named after its node, holds the node's first InternalIP of
 //     the pool's IP family, references the virtual network, and carries
 //     Policy.State(node). Entries are matched by IP address (CanonicalIP).
+//   - NIC-derived entries (NIC-based pools: no IP address, a
+//     networkInterfaceIPConfiguration) are never added, dropped or changed
+//     here except for their admin state (SetNICStates); they are matched to
+//     nodes by the owner of their ip configuration (EntryKey: a scale set
+//     VM's id or a NIC's id). Sync keeps them as they are.
 //   - The taints that take a node out of rotation (DesiredState: Down) are
 //     node.kubernetes.io/out-of-service, node.cloudprovider.kubernetes.io/shutdown
 //     and cloudprovider.azure.microsoft.com/draining=spot-eviction.

@@ -24,6 +24,10 @@ type Policy struct {
 	// (enableLoadBalancerAdminState, true when unset); off, every entry is
 	// None, so turning the feature off also restores tainted nodes.
 	AdminState bool
+	// NICBased: cluster pools are NIC-based (nodeIPConfiguration). Nodes
+	// join through their VMs' ip configurations; a pool write only sets
+	// the admin state of their entries.
+	NICBased bool
 }
 
 // PolicyFromConfig builds the policy azure.json describes.
@@ -31,6 +35,7 @@ func PolicyFromConfig(cfg *config.Config) Policy {
 	p := Policy{
 		ExcludeControlPlane: cfg.ExcludeMasterFromStandardLB == nil || *cfg.ExcludeMasterFromStandardLB,
 		AdminState:          cfg.AdminStateEnabled(),
+		NICBased:            cfg.LoadBalancerBackendPoolConfigurationType == config.BackendPoolNodeIPConfiguration,
 	}
 	if cfg.VnetName != "" {
 		rg := cfg.VnetResourceGroup
@@ -49,9 +54,16 @@ func PolicyFromConfig(cfg *config.Config) Policy {
 func (p Policy) Eligible(n *v1.Node) bool { return eligible(n, p.ExcludeControlPlane) }
 
 // Pooled reports whether the node belongs in the pools of the family: it is
-// eligible and has an InternalIP of that family.
+// eligible and has an InternalIP of that family (NIC-based: it has a
+// providerID, and an IPv6 InternalIP for IPv6 pools).
 func (p Policy) Pooled(n *v1.Node, family v1.IPFamily) bool {
-	return p.Eligible(n) && NodeInternalIP(n, family) != ""
+	if !p.Eligible(n) {
+		return false
+	}
+	if p.NICBased {
+		return n.Spec.ProviderID != "" && (family != v1.IPv6Protocol || NodeInternalIP(n, family) != "")
+	}
+	return NodeInternalIP(n, family) != ""
 }
 
 // State is the admin state the node's entries must have.

@@ -10,6 +10,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/names"
 )
 
 // Node labels and taints that keep a node out of backend pools.
@@ -110,7 +112,12 @@ func sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Dif
 		pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
 	}
 	have := map[string]*armnetwork.LoadBalancerBackendAddress{}
+	var nicEntries []*armnetwork.LoadBalancerBackendAddress
 	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		if IsNICEntry(a) {
+			nicEntries = append(nicEntries, a) // never written here: ARM keeps them
+			continue
+		}
 		if a != nil && a.Properties != nil {
 			have[CanonicalIP(ptr.Deref(a.Properties.IPAddress, ""))] = a
 		}
@@ -143,12 +150,104 @@ func sync(pool *armnetwork.BackendAddressPool, want []Member, vnetID string) Dif
 		}
 	}
 	// Entries without properties, or two entries with one IP, are rewritten.
-	malformed := len(pool.Properties.LoadBalancerBackendAddresses) != len(have)
+	malformed := len(pool.Properties.LoadBalancerBackendAddresses) != len(have)+len(nicEntries)
 	d.Changed = d.Added > 0 || d.Removed > 0 || d.Updated > 0 || malformed
 	if d.Changed {
-		pool.Properties.LoadBalancerBackendAddresses = out
+		pool.Properties.LoadBalancerBackendAddresses = append(nicEntries, out...)
 	}
 	return d
+}
+
+// IsNICEntry reports whether a pool entry stands for a NIC's ip
+// configuration (a NIC-based pool member): it names one and has no IP
+// address. ARM derives such entries from the NICs and scale set VMs; a
+// pool write may change only their adminState.
+func IsNICEntry(a *armnetwork.LoadBalancerBackendAddress) bool {
+	return a != nil && a.Properties != nil && a.Properties.NetworkInterfaceIPConfiguration != nil &&
+		ptr.Deref(a.Properties.NetworkInterfaceIPConfiguration.ID, "") != "" && ptr.Deref(a.Properties.IPAddress, "") == ""
+}
+
+// EntryKey is what identifies an entry's node: the canonical IP address of
+// an IP-based entry, the owner of the ip configuration (a scale set VM's
+// id, or a NIC's id; names.IPConfigOwner, lower-cased) of a NIC-derived
+// one. "" for neither.
+func EntryKey(a *armnetwork.LoadBalancerBackendAddress) string {
+	switch {
+	case a == nil || a.Properties == nil:
+		return ""
+	case IsNICEntry(a):
+		return names.IPConfigOwner(*a.Properties.NetworkInterfaceIPConfiguration.ID)
+	case ptr.Deref(a.Properties.IPAddress, "") != "":
+		return CanonicalIP(*a.Properties.IPAddress)
+	}
+	return ""
+}
+
+// PoolKeys lists the keys (EntryKey) of every member of a pool: its
+// entries, and the owners of its backendIPConfigurations.
+func PoolKeys(p *armnetwork.BackendAddressPool) []string {
+	if p == nil || p.Properties == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range p.Properties.LoadBalancerBackendAddresses {
+		if k := EntryKey(a); k != "" {
+			out = append(out, k)
+		}
+	}
+	for _, c := range p.Properties.BackendIPConfigurations {
+		if c != nil && c.ID != nil {
+			if k := names.IPConfigOwner(*c.ID); k != "" {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// SetNICStates sets the admin state of the NIC-derived entries whose key
+// (EntryKey) is in states; every other entry is left exactly as it is. It
+// returns the keys whose entries it changed.
+func SetNICStates(pool *armnetwork.BackendAddressPool, states map[string]armnetwork.LoadBalancerBackendAddressAdminState) []string {
+	if pool == nil || pool.Properties == nil {
+		return nil
+	}
+	var changed []string
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		if !IsNICEntry(a) {
+			continue
+		}
+		k := EntryKey(a)
+		want, ok := states[k]
+		if !ok || AdminStateOf(a) == want {
+			continue
+		}
+		w := want
+		a.Properties.AdminState = &w
+		changed = append(changed, k)
+	}
+	return changed
+}
+
+// DropIPEntries removes a pool's IP-based entries and its virtual network
+// (a switch to NIC-based pools); NIC-derived entries stay. It reports
+// whether anything changed.
+func DropIPEntries(pool *armnetwork.BackendAddressPool) bool {
+	if pool == nil || pool.Properties == nil {
+		return false
+	}
+	kept := make([]*armnetwork.LoadBalancerBackendAddress, 0, len(pool.Properties.LoadBalancerBackendAddresses))
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		if IsNICEntry(a) {
+			kept = append(kept, a)
+		}
+	}
+	changed := len(kept) != len(pool.Properties.LoadBalancerBackendAddresses) || pool.Properties.VirtualNetwork != nil
+	if changed {
+		pool.Properties.LoadBalancerBackendAddresses = kept
+		pool.Properties.VirtualNetwork = nil
+	}
+	return changed
 }
 
 // AdminStateOf reads an entry's admin state; unset is None.

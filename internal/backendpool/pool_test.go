@@ -2,6 +2,7 @@ package backendpool_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -205,5 +206,46 @@ func TestCanonicalIP(t *testing.T) {
 		if got := backendpool.CanonicalIP(in); got != want {
 			t.Errorf("backendpool.CanonicalIP(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func nicEntry(name, ipConfig string) *armnetwork.LoadBalancerBackendAddress {
+	return &armnetwork.LoadBalancerBackendAddress{Name: to.Ptr(name), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+		NetworkInterfaceIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(ipConfig)}}}
+}
+
+func TestNICDerivedEntries(t *testing.T) {
+	vm := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/v/virtualMachines/0"
+	nic := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/n"
+	a := nicEntry("rg_v_0_nicipconfig1", vm+"/networkInterfaces/nic/ipConfigurations/ipconfig1")
+	b := nicEntry("rg_nipconfig1", nic+"/ipConfigurations/ipconfig1")
+	pool := &armnetwork.BackendAddressPool{Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+		LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{a, b}}}
+	if !backendpool.IsNICEntry(a) || backendpool.EntryKey(a) != strings.ToLower(vm) || backendpool.EntryKey(b) != strings.ToLower(nic) {
+		t.Fatalf("keys %q %q", backendpool.EntryKey(a), backendpool.EntryKey(b))
+	}
+	if got := backendpool.PoolKeys(pool); len(got) != 2 {
+		t.Fatalf("pool keys %v", got)
+	}
+	changed := backendpool.SetNICStates(pool, map[string]armnetwork.LoadBalancerBackendAddressAdminState{strings.ToLower(nic): armnetwork.LoadBalancerBackendAddressAdminStateDown})
+	if len(changed) != 1 || backendpool.AdminStateOf(b) != armnetwork.LoadBalancerBackendAddressAdminStateDown || a.Properties.AdminState != nil {
+		t.Fatalf("backendpool.SetNICStates changed %v: a %v b %v", changed, a.Properties.AdminState, backendpool.AdminStateOf(b))
+	}
+	if again := backendpool.SetNICStates(pool, map[string]armnetwork.LoadBalancerBackendAddressAdminState{strings.ToLower(nic): armnetwork.LoadBalancerBackendAddressAdminStateDown}); len(again) != 0 {
+		t.Fatalf("an unchanged state was written: %v", again)
+	}
+
+	// Sync of IP entries never touches NIC-derived ones.
+	p := backendpool.Policy{VNetID: "/vnet"}
+	d := p.Sync(pool, []backendpool.Member{{Name: "n1", IP: "10.0.0.1", AdminState: armnetwork.LoadBalancerBackendAddressAdminStateNone}})
+	if !d.Changed || len(pool.Properties.LoadBalancerBackendAddresses) != 3 || pool.Properties.LoadBalancerBackendAddresses[0] != a {
+		t.Fatalf("sync: %+v %d entries", d, len(pool.Properties.LoadBalancerBackendAddresses))
+	}
+	if d := p.Sync(pool, []backendpool.Member{{Name: "n1", IP: "10.0.0.1", AdminState: armnetwork.LoadBalancerBackendAddressAdminStateNone}}); d.Changed {
+		t.Fatalf("a second sync changed the pool: %+v", d)
+	}
+	pool.Properties.VirtualNetwork = &armnetwork.SubResource{ID: to.Ptr("/vnet")}
+	if !backendpool.DropIPEntries(pool) || len(pool.Properties.LoadBalancerBackendAddresses) != 2 || pool.Properties.VirtualNetwork != nil || backendpool.DropIPEntries(pool) {
+		t.Fatalf("backendpool.DropIPEntries left %d entries", len(pool.Properties.LoadBalancerBackendAddresses))
 	}
 }

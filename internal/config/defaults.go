@@ -15,6 +15,9 @@ const (
 	RateLimitClientLoadBalancer    = "loadBalancer"
 	RateLimitClientPublicIPAddress = "publicIPAddress"
 	RateLimitClientServiceGateway  = "serviceGateway"
+	RateLimitClientScaleSet        = "virtualMachineScaleSet"
+	RateLimitClientVM              = "virtualMachine"
+	RateLimitClientInterface       = "interface"
 )
 
 // DefaultClusterServiceLoadBalancerHealthProbeMode is used when
@@ -74,6 +77,9 @@ func (c *Config) SetDefaults() {
 	if c.LoadBalancerCacheTTLInSeconds == 0 {
 		c.LoadBalancerCacheTTLInSeconds = DefaultLoadBalancerCacheTTLInSeconds
 	}
+	if c.VMCacheTTLInSeconds == 0 {
+		c.VMCacheTTLInSeconds = DefaultVMCacheTTLInSeconds
+	}
 	if c.MaximumLoadBalancerRuleCount == 0 {
 		c.MaximumLoadBalancerRuleCount = DefaultMaximumLoadBalancerRuleCount
 	}
@@ -92,6 +98,9 @@ func (c *Config) SetDefaults() {
 	c.LoadBalancerRateLimit = inheritRateLimitPtr(c.LoadBalancerRateLimit, c.RateLimitConfig)
 	c.PublicIPAddressRateLimit = inheritRateLimitPtr(c.PublicIPAddressRateLimit, c.RateLimitConfig)
 	c.ServiceGatewayRateLimit = inheritRateLimitPtr(c.ServiceGatewayRateLimit, c.RateLimitConfig)
+	c.VirtualMachineScaleSetRateLimit = inheritRateLimitPtr(c.VirtualMachineScaleSetRateLimit, c.RateLimitConfig)
+	c.VirtualMachineRateLimit = inheritRateLimitPtr(c.VirtualMachineRateLimit, c.RateLimitConfig)
+	c.InterfaceRateLimit = inheritRateLimitPtr(c.InterfaceRateLimit, c.RateLimitConfig)
 	if c.VnetResourceGroup == "" {
 		c.VnetResourceGroup = c.ResourceGroup
 	}
@@ -165,7 +174,8 @@ func inheritRateLimitPtr(s *RateLimitConfig, top RateLimitConfig) *RateLimitConf
 
 // RateLimitFor returns the effective rate limit for one client
 // (RateLimitClientLoadBalancer, RateLimitClientPublicIPAddress,
-// RateLimitClientServiceGateway): its own stanza with unset numbers
+// RateLimitClientServiceGateway, RateLimitClientScaleSet, RateLimitClientVM,
+// RateLimitClientInterface): its own stanza with unset numbers
 // inherited from the top-level stanza, or the top-level stanza itself when
 // the client has no stanza or the name is not one of those. The result has
 // defaults applied whether or not SetDefaults was called.
@@ -179,6 +189,12 @@ func (c *Config) RateLimitFor(client string) RateLimitConfig {
 		s = c.PublicIPAddressRateLimit
 	case RateLimitClientServiceGateway:
 		s = c.ServiceGatewayRateLimit
+	case RateLimitClientScaleSet:
+		s = c.VirtualMachineScaleSetRateLimit
+	case RateLimitClientVM:
+		s = c.VirtualMachineRateLimit
+	case RateLimitClientInterface:
+		s = c.InterfaceRateLimit
 	}
 	if s == nil {
 		return top

@@ -16,10 +16,11 @@ func TestSetDefaultsEmpty(t *testing.T) {
 		{"cloud", c.Cloud, "AzurePublicCloud"},
 		{"clusterName", c.ClusterName, "kubernetes"},
 		{"loadBalancerSku", c.LoadBalancerSKU, "standard"},
-		{"backend pool type", c.LoadBalancerBackendPoolConfigurationType, "nodeIP"},
+		{"backend pool type", c.LoadBalancerBackendPoolConfigurationType, "nodeIPConfiguration"},
 		{"update interval", c.LoadBalancerBackendPoolUpdateIntervalInSeconds, 30},
 		{"max retries", *c.LoadBalancerBackendPoolUpdateMaxRetries, 3},
 		{"cache TTL", c.LoadBalancerCacheTTLInSeconds, 120},
+		{"VM cache TTL", c.VMCacheTTLInSeconds, 300},
 		{"max rule count", c.MaximumLoadBalancerRuleCount, 250},
 		{"probe mode", c.ClusterServiceLoadBalancerHealthProbeMode, "servicenodeport"},
 		{"probe port", c.ClusterServiceSharedLoadBalancerHealthProbePort, int32(10256)},
@@ -45,7 +46,7 @@ func TestSetDefaultsKeepsExplicitValues(t *testing.T) {
 		LoadBalancerBackendPoolUpdateIntervalInSeconds: 5, LoadBalancerCacheTTLInSeconds: 7, MaximumLoadBalancerRuleCount: 9,
 		ClusterServiceLoadBalancerHealthProbeMode: "shared", ClusterServiceSharedLoadBalancerHealthProbePort: 81,
 		ClusterServiceSharedLoadBalancerHealthProbePath: "/ready", ResourceGroup: "rg", VnetResourceGroup: "vnet-rg",
-		LoadBalancerResourceGroup: "lb-rg",
+		LoadBalancerResourceGroup: "lb-rg", VMCacheTTLInSeconds: 11,
 	}
 	c.Cloud = "AzureChinaCloud"
 	c.BackoffConfig = BackoffConfig{CloudProviderBackoffRetries: 1, CloudProviderBackoffExponent: 2, CloudProviderBackoffDuration: 3, CloudProviderBackoffJitter: 0.5}

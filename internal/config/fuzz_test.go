@@ -41,6 +41,7 @@ func fuzzSeeds(f *testing.F) {
 		"? [" + fuzzSecret + "]\n: x\n",
 		`{"useManagedIdentityExtension": true, "subscriptionId": "s", "resourceGroup": "rg", "location": "l",
 		  "loadBalancerBackendPoolUpdateMaxRetries": 0, "cloudProviderRatelimit": true,
+		  "loadBalancerBackendPoolConfigurationType": "nodeIP",
 		  "multipleStandardLoadBalancerConfigurations": [{"name": "kubernetes", "nodeSelector": {"matchLabels": {"a": "b"}}}],
 		  "loadBalancerRateLimit": {"cloudProviderRateLimit": true, "cloudProviderRateLimitQPS": 7}}`,
 		"", "null", "{}", "[]", "---\n", "\xEF\xBB\xBF{}", `{"location": 1e400}`, "a: .inf\n",

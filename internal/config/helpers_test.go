@@ -52,6 +52,9 @@ func baseConfig() Config {
 	c.SubscriptionID = "00000000-0000-0000-0000-000000000000"
 	c.ResourceGroup = "rg"
 	c.Location = "eastus"
+	// IP-based pools: the multiple-load-balancer cases need them (the
+	// default, NIC-based pools, is covered on its own).
+	c.LoadBalancerBackendPoolConfigurationType = BackendPoolNodeIP
 	return c
 }
 

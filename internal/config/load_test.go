@@ -115,7 +115,7 @@ func TestLoadExampleFiles(t *testing.T) {
 
 func TestLoadYAMLEqualsJSON(t *testing.T) {
 	j := mustLoad(t, []byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"l","useManagedIdentityExtension":true,
-		"loadBalancerSku":"Standard","multipleStandardLoadBalancerConfigurations":[{"name":"kubernetes",
+		"loadBalancerSku":"Standard","loadBalancerBackendPoolConfigurationType":"nodeIP","multipleStandardLoadBalancerConfigurations":[{"name":"kubernetes",
 		"nodeSelector":{"matchLabels":{"a":"b"}}}],"cloudProviderRateLimitQPS":2.5,"vmType":"vmss"}`))
 	y := mustLoad(t, []byte(`
 subscriptionId: s
@@ -123,6 +123,7 @@ resourceGroup: rg
 location: l
 useManagedIdentityExtension: true
 loadBalancerSku: Standard
+loadBalancerBackendPoolConfigurationType: nodeIP
 multipleStandardLoadBalancerConfigurations:
 - name: kubernetes
   nodeSelector:
@@ -182,6 +183,7 @@ func TestLoadUnknownFields(t *testing.T) {
 		"vmType":                      "vmss",
 		"routeTableName":              "rt",
 		"useManagedIdentityExtension": true,
+		"loadBalancerBackendPoolConfigurationType": "nodeIP",
 		"multipleStandardLoadBalancerConfigurations": []any{
 			map[string]any{"name": "kubernetes", "autoPlaceServices": true,
 				"nodeSelector": map[string]any{"matchLabel": map[string]any{"a": "b"}}},

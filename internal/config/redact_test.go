@@ -41,7 +41,7 @@ func TestConfigNeverPrintsSecret(t *testing.T) {
 }
 
 func TestConfigString(t *testing.T) {
-	c := mustLoad(t, doc(t, map[string]any{"vmType": "vmss", "clusterName": "prod",
+	c := mustLoad(t, doc(t, map[string]any{"vmType": "vmss", "clusterName": "prod", "loadBalancerBackendPoolConfigurationType": "nodeIP",
 		"multipleStandardLoadBalancerConfigurations": []any{map[string]any{"name": "prod"}, map[string]any{"name": "lb-2"}}}))
 	s := c.String()
 	for _, want := range []string{"Config{", "subscriptionId=00000000-0000-0000-0000-000000000000", "location=eastus",

@@ -31,10 +31,11 @@ const (
 	DefaultCloud                                   = "AzurePublicCloud"
 	DefaultClusterName                             = "kubernetes"
 	DefaultLoadBalancerSKU                         = LoadBalancerSKUStandard
-	DefaultBackendPoolConfigurationType            = BackendPoolNodeIP
+	DefaultBackendPoolConfigurationType            = BackendPoolNodeIPConfiguration
 	DefaultLoadBalancerBackendPoolUpdateInterval   = 30
 	DefaultLoadBalancerBackendPoolUpdateMaxRetries = 3
 	DefaultLoadBalancerCacheTTLInSeconds           = 120
+	DefaultVMCacheTTLInSeconds                     = 300
 	DefaultMaximumLoadBalancerRuleCount            = 250
 	DefaultClusterServiceSharedProbePort           = 10256
 	DefaultClusterServiceSharedProbePath           = "/healthz"
@@ -152,12 +153,24 @@ type Config struct {
 	ClusterServiceSharedLoadBalancerHealthProbePath string `json:"clusterServiceSharedLoadBalancerHealthProbePath,omitempty"`
 
 	LoadBalancerCacheTTLInSeconds int `json:"loadBalancerCacheTTLInSeconds,omitempty"`
+	// PutVMSSVMBatchSize is how many VMs of a scale set tagged
+	// aks-managed-coordination join a NIC-based pool at once (0: one at a
+	// time).
+	PutVMSSVMBatchSize int `json:"putVMSSVMBatchSize,omitempty"`
+	// VMCacheTTLInSeconds is how long VM and network interface listings
+	// are reused for node metadata and NIC-based pool membership.
+	VMCacheTTLInSeconds int `json:"vmCacheTTLInSeconds,omitempty"`
 
 	// Per-client rate limit overrides. A nil stanza inherits the top-level
 	// cloudProviderRateLimit* settings.
 	LoadBalancerRateLimit    *RateLimitConfig `json:"loadBalancerRateLimit,omitempty"`
 	PublicIPAddressRateLimit *RateLimitConfig `json:"publicIPAddressRateLimit,omitempty"`
 	ServiceGatewayRateLimit  *RateLimitConfig `json:"serviceGatewayRateLimit,omitempty"`
+	// Compute and network interface clients (node lifecycle, NIC-based
+	// pools).
+	VirtualMachineScaleSetRateLimit *RateLimitConfig `json:"virtualMachineScaleSetRateLimit,omitempty"`
+	VirtualMachineRateLimit         *RateLimitConfig `json:"virtualMachineRateLimit,omitempty"`
+	InterfaceRateLimit              *RateLimitConfig `json:"interfaceRateLimit,omitempty"`
 
 	// EnableLoadBalancerAdminState toggles the admin-state controller
 	// (taint-driven AdminState=Down). nil means enabled.

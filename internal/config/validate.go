@@ -66,7 +66,7 @@ func (c *Config) Validate() error {
 	v.caCertFile(d.CACertFile)
 
 	v.loadBalancer(&d)
-	v.multipleSLBs(&d)
+	v.multipleSLBs(c, &d)
 
 	// Range rules on numbers. Defaults only replace zeros, so a value that
 	// fails here is the user's.
@@ -75,6 +75,12 @@ func (c *Config) Validate() error {
 	}
 	if d.LoadBalancerCacheTTLInSeconds < 0 {
 		v.add("loadBalancerCacheTTLInSeconds", "must not be negative")
+	}
+	if d.PutVMSSVMBatchSize < 0 {
+		v.add("putVMSSVMBatchSize", "must not be negative")
+	}
+	if d.VMCacheTTLInSeconds < 0 {
+		v.add("vmCacheTTLInSeconds", "must not be negative")
 	}
 	if d.MaximumLoadBalancerRuleCount <= 0 {
 		v.add("maximumLoadBalancerRuleCount", "must be greater than 0")
@@ -95,6 +101,9 @@ func (c *Config) Validate() error {
 	v.rateLimitPtr("loadBalancerRateLimit", c.LoadBalancerRateLimit)
 	v.rateLimitPtr("publicIPAddressRateLimit", c.PublicIPAddressRateLimit)
 	v.rateLimitPtr("serviceGatewayRateLimit", c.ServiceGatewayRateLimit)
+	v.rateLimitPtr("virtualMachineScaleSetRateLimit", c.VirtualMachineScaleSetRateLimit)
+	v.rateLimitPtr("virtualMachineRateLimit", c.VirtualMachineRateLimit)
+	v.rateLimitPtr("interfaceRateLimit", c.InterfaceRateLimit)
 
 	return errors.Join(v.errs...)
 }
@@ -144,7 +153,7 @@ func (v *validator) serviceGateway(d *Config) {
 // together with podIP pools and the service SKU).
 func (c *Config) PodIPMode() bool { return c.ServiceGatewayEnabled }
 
-func (v *validator) multipleSLBs(d *Config) {
+func (v *validator) multipleSLBs(c, d *Config) {
 	if !d.UseMultipleStandardLoadBalancers() {
 		return
 	}
@@ -156,7 +165,11 @@ func (v *validator) multipleSLBs(d *Config) {
 		v.add("loadBalancerSku", fmt.Sprintf("must be standard when %s is set; got %q", list, d.LoadBalancerSKU))
 	}
 	if pt := d.LoadBalancerBackendPoolConfigurationType; pt != BackendPoolNodeIP {
-		v.add("loadBalancerBackendPoolConfigurationType", fmt.Sprintf("must be nodeIP when %s is set; got %q", list, pt))
+		if c.LoadBalancerBackendPoolConfigurationType == "" {
+			v.add("loadBalancerBackendPoolConfigurationType", fmt.Sprintf("must be nodeIP when %s is set; unset, it defaults to %s (NIC-based pools), which multiple load balancers do not support: set it to nodeIP", list, pt))
+		} else {
+			v.add("loadBalancerBackendPoolConfigurationType", fmt.Sprintf("must be nodeIP when %s is set; got %q", list, pt))
+		}
 	}
 
 	// Azure resource names are case-insensitive, so names and VM sets are

@@ -37,8 +37,15 @@ func TestValidate(t *testing.T) {
 		{"sku any case", func(c *Config) { c.LoadBalancerSKU = "BASIC" }, nil},
 		{"bad pool type", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "vmIP" }, []string{"loadBalancerBackendPoolConfigurationType: must be one of nodeIPConfiguration, nodeIP, podIP"}},
 		{"podIP alone", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "podIP" }, []string{sgwTriple(false, "podIP", "standard")}},
-		{"service SKU alone", func(c *Config) { c.LoadBalancerSKU = "Service" }, []string{sgwTriple(false, DefaultBackendPoolConfigurationType, "service")}},
-		{"serviceGatewayEnabled alone", func(c *Config) { c.ServiceGatewayEnabled = true }, []string{sgwTriple(true, DefaultBackendPoolConfigurationType, "standard")}},
+		{"service SKU alone", func(c *Config) { c.LoadBalancerSKU = "Service" }, []string{sgwTriple(false, BackendPoolNodeIP, "service")}},
+		{"serviceGatewayEnabled alone", func(c *Config) { c.ServiceGatewayEnabled = true }, []string{sgwTriple(true, BackendPoolNodeIP, "standard")}},
+		// Unset, the pool type defaults to NIC-based pools, which is not the
+		// pod-based triple either.
+		{"serviceGatewayEnabled with the default pool type", func(c *Config) {
+			c.ServiceGatewayEnabled = true
+			c.LoadBalancerSKU = "service"
+			c.LoadBalancerBackendPoolConfigurationType = ""
+		}, []string{sgwTriple(true, DefaultBackendPoolConfigurationType, "service")}},
 		{"serviceGatewayEnabled and podIP without the SKU", func(c *Config) {
 			c.ServiceGatewayEnabled = true
 			c.LoadBalancerBackendPoolConfigurationType = "podIP"
@@ -80,6 +87,16 @@ func TestValidate(t *testing.T) {
 			c.LoadBalancerBackendPoolConfigurationType = "nodeIPConfiguration"
 			c.MultipleStandardLoadBalancerConfigurations = multi("kubernetes")
 		}, []string{`loadBalancerBackendPoolConfigurationType: must be nodeIP when multipleStandardLoadBalancerConfigurations is set; got "nodeIPConfiguration"`}},
+		{"multi SLB with the default pool type", func(c *Config) {
+			c.LoadBalancerBackendPoolConfigurationType = ""
+			c.MultipleStandardLoadBalancerConfigurations = multi("kubernetes")
+		}, []string{"loadBalancerBackendPoolConfigurationType: must be nodeIP when multipleStandardLoadBalancerConfigurations is set; unset, it defaults to nodeIPConfiguration"}},
+		{"NIC-based pools need no virtual network", func(c *Config) {
+			c.LoadBalancerBackendPoolConfigurationType = "nodeipconfiguration"
+			c.VnetName = ""
+		}, nil},
+		{"batch size negative", func(c *Config) { c.PutVMSSVMBatchSize = -1 }, []string{"putVMSSVMBatchSize: must not be negative"}},
+		{"VM cache TTL negative", func(c *Config) { c.VMCacheTTLInSeconds = -1 }, []string{"vmCacheTTLInSeconds: must not be negative"}},
 		{"multi SLB needs cluster entry", func(c *Config) {
 			c.ClusterName = "prod"
 			c.MultipleStandardLoadBalancerConfigurations = multi("lb-1", "lb-2")
@@ -183,7 +200,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	want := []string{
 		"subscriptionId", "resourceGroup", "location", "aadClientSecret", "loadBalancerSku",
-		"loadBalancerSku", // also: must be standard for multiple SLBs
+		"loadBalancerSku",                          // also: must be standard for multiple SLBs
+		"loadBalancerBackendPoolConfigurationType", // the default (NIC-based) is not for multiple SLBs
 		"multipleStandardLoadBalancerConfigurations[1].name",
 		"multipleStandardLoadBalancerConfigurations[2].name",
 		"multipleStandardLoadBalancerConfigurations",
@@ -267,21 +285,25 @@ func TestValidateCACertFileLimits(t *testing.T) {
 }
 
 // Any one or two of the pod-based settings without the rest is exactly one
-// error, and it names all three.
+// error, and it names all three, whether the pool type is otherwise nodeIP
+// or unset (the NIC-based default).
 func TestValidateServiceGatewayTripleIsOneError(t *testing.T) {
-	for mask := 1; mask < 7; mask++ {
-		c := baseConfig()
-		c.VnetName = "vnet"
-		c.ServiceGatewayEnabled = mask&1 != 0
-		if mask&2 != 0 {
-			c.LoadBalancerBackendPoolConfigurationType = "podIP"
-		}
-		if mask&4 != 0 {
-			c.LoadBalancerSKU = "service"
-		}
-		fes := fieldErrors(c.Validate())
-		if len(fes) != 1 || fes[0].Field != serviceGatewayFields {
-			t.Errorf("mask %03b: got %v, want one error on %q", mask, fes, serviceGatewayFields)
+	for _, otherPool := range []string{BackendPoolNodeIP, ""} {
+		for mask := 1; mask < 7; mask++ {
+			c := baseConfig()
+			c.VnetName = "vnet"
+			c.LoadBalancerBackendPoolConfigurationType = otherPool
+			c.ServiceGatewayEnabled = mask&1 != 0
+			if mask&2 != 0 {
+				c.LoadBalancerBackendPoolConfigurationType = "podIP"
+			}
+			if mask&4 != 0 {
+				c.LoadBalancerSKU = "service"
+			}
+			fes := fieldErrors(c.Validate())
+			if len(fes) != 1 || fes[0].Field != serviceGatewayFields {
+				t.Errorf("pool %q, mask %03b: got %v, want one error on %q", otherPool, mask, fes, serviceGatewayFields)
+			}
 		}
 	}
 	c := baseConfig()
@@ -292,5 +314,11 @@ func TestValidateServiceGatewayTripleIsOneError(t *testing.T) {
 	}
 	if !c.PodIPMode() {
 		t.Error("PodIPMode() = false with the triple set")
+	}
+	// Defaulting keeps podIP (the NIC-based default only fills an unset
+	// type).
+	c.SetDefaults()
+	if c.LoadBalancerBackendPoolConfigurationType != BackendPoolPodIP || c.LoadBalancerSKU != LoadBalancerSKUService {
+		t.Errorf("SetDefaults changed the triple: pool %q, sku %q", c.LoadBalancerBackendPoolConfigurationType, c.LoadBalancerSKU)
 	}
 }

@@ -54,9 +54,22 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 			return
 		}
 	default:
+		if strings.EqualFold(rt.ns, "Microsoft.Compute") {
+			if want := computeAPIVersionFor(rt); v != want {
+				writeARMError(w, gatewayError(http.StatusBadRequest, "NoRegisteredProviderFound",
+					"No registered resource provider found for location '%s' and API version '%s' for type '%s'. The supported api-versions are '%s'.",
+					firstNonEmpty(rt.location, "global"), v, firstNonEmpty(rt.typ, "locations/operations"), want))
+				return
+			}
+			break
+		}
 		if !strings.EqualFold(rt.ns, "Microsoft.Network") {
 			writeARMError(w, gatewayError(http.StatusConflict, "MissingSubscriptionRegistration",
-				"The subscription is not registered to use namespace '%s'. The emulator serves Microsoft.Network and Microsoft.Resources only.", rt.ns))
+				"The subscription is not registered to use namespace '%s'. The emulator serves Microsoft.Network, Microsoft.Compute and Microsoft.Resources only.", rt.ns))
+			return
+		}
+		if len(rt.extra) > 0 {
+			writeARMError(w, errBadPath(r.URL.Path))
 			return
 		}
 		if v != NetworkAPIVersion {
@@ -110,6 +123,10 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 	case routeOperation, routeOperationResult:
 		e.serveOperation(c)
 	case routeTypeList, routeSubTypeList, routeResource, routeChildList, routeChild:
+		if strings.EqualFold(rt.ns, "Microsoft.Compute") {
+			e.serveCompute(c)
+			return
+		}
 		e.serveNetwork(c)
 	default:
 		writeARMError(w, errBadPath(r.URL.Path))
@@ -220,12 +237,22 @@ func (e *Emulator) newOp(c *reqCtx, s *subscription, location string, now time.T
 
 // asyncURL is the Azure-AsyncOperation URL of op on this emulator.
 func (c *reqCtx) asyncURL(op *operation) string {
+	if op.compute {
+		return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Compute/locations/%s/operations/%s?api-version=%s",
+			c.base, op.sub, op.location, op.id, ComputeAPIVersion)
+	}
 	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s/operations/%s?api-version=%s",
 		c.base, op.sub, op.location, op.id, NetworkAPIVersion)
 }
 
-// locationURL is the Location (operationResults) URL of op on this emulator.
+// locationURL is the Location URL of op on this emulator: NRP's
+// operationResults, or, for Compute, the operation URL with monitor=true
+// (as the recordings show).
 func (c *reqCtx) locationURL(op *operation) string {
+	if op.compute {
+		return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Compute/locations/%s/operations/%s?api-version=%s&monitor=true",
+			c.base, op.sub, op.location, op.id, ComputeAPIVersion)
+	}
 	return fmt.Sprintf("%s/subscriptions/%s/providers/Microsoft.Network/locations/%s/operationResults/%s?api-version=%s",
 		c.base, op.sub, op.location, op.id, NetworkAPIVersion)
 }

@@ -19,12 +19,17 @@ type armError struct {
 	gateway bool
 	// header holds extra response headers (Retry-After, WWW-Authenticate).
 	header map[string]string
+	// target names the offending parameter (Compute's InvalidParameter).
+	target string
 }
 
 func (e *armError) Error() string { return e.code + ": " + e.message }
 
 func (e *armError) body() obj {
 	inner := obj{"code": e.code, "message": e.message}
+	if e.target != "" {
+		inner["target"] = e.target
+	}
 	if e.withDetails || len(e.details) > 0 {
 		ds := make([]any, 0, len(e.details))
 		for i := range e.details {

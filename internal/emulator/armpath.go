@@ -36,6 +36,10 @@ type route struct {
 	childName string
 	location  string
 	opID      string
+	// extra holds segments after childName (Microsoft.Compute paths such as
+	// .../virtualMachines/{i}/instanceView or .../networkInterfaces/{nic});
+	// only the Compute routes accept them.
+	extra []string
 }
 
 // parseARMPath parses an ARM URL path case-insensitively.
@@ -75,8 +79,9 @@ func parseARMPath(p string) (route, *armError) {
 				rt.kind, rt.name = routeResource, rest[5]
 			case 7:
 				rt.kind, rt.name, rt.childType = routeChildList, rest[5], rest[6]
-			case 8:
+			case 8, 9, 10, 11, 12:
 				rt.kind, rt.name, rt.childType, rt.childName = routeChild, rest[5], rest[6], rest[7]
+				rt.extra = rest[8:]
 			default:
 				return rt, errBadPath(p)
 			}

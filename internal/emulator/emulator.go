@@ -372,7 +372,7 @@ func (e *Emulator) Dump() ([]byte, error) {
 				if en.cur == nil || en.cur.phaseAt(now) == phaseGone {
 					continue
 				}
-				res = append(res, json.RawMessage(e.renderVersion(en.kind, en.cur, en.cur.phaseAt(now)).bytes))
+				res = append(res, json.RawMessage(e.renderVersion(en.kind, en.cur, en.cur.phaseAt(now)).bytes()))
 			}
 			groups = append(groups, map[string]any{
 				"resourceGroup": json.RawMessage(e.renderGroup(s.id, g, now)),

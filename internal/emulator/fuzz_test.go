@@ -87,15 +87,18 @@ func FuzzARMPath(f *testing.F) {
 	f.Add("/subscriptions/" + testSub + "/providers/Microsoft.Network/locations/eastus/operations/x")
 	f.Add("/subscriptions/" + testSub + "/operationresults/eyJ4Ijoi")
 	f.Add("/subscriptions//resourcegroups")
+	f.Add("/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0/networkInterfaces/nic/ipConfigurations/c")
+	f.Add("/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm/deallocate")
 	h := seedHandler(f)
 	f.Fuzz(func(t *testing.T, p string) {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?# \t\r\n%") {
 			return
 		}
-		for _, v := range []string{NetworkAPIVersion, ResourcesAPIVersion} {
+		for _, v := range []string{NetworkAPIVersion, ResourcesAPIVersion, ComputeAPIVersion, VMSSNICAPIVersion} {
 			checkNoServerError(t, http.MethodGet, p+"?api-version="+v, "", h)
 			checkNoServerError(t, http.MethodPut, p+"?api-version="+v, `{"location":"eastus"}`, h)
 			checkNoServerError(t, http.MethodDelete, p+"?api-version="+v, "", h)
+			checkNoServerError(t, http.MethodPost, p+"?api-version="+v, "", h)
 		}
 	})
 }
@@ -114,23 +117,62 @@ func FuzzControlFault(f *testing.F) {
 	})
 }
 
-// FuzzParseJSON: parseJSON accepts exactly what encoding/json accepts as
-// one value (trailing whitespace only), and never panics.
+// FuzzParseJSON: parseJSON accepts exactly the valid JSON values (numbers
+// of any size, as json.Number; trailing whitespace only), never panics, and
+// what it parses appendJSON encodes as encoding/json does.
 func FuzzParseJSON(f *testing.F) {
-	for _, s := range []string{`{"a":[1,-2.5e+3,true,false,null,"x\u00e9\ud83d\ude00\n\"/"]}`, `"\ud800x"`, "\"\xff\xfe\"", `[]`, ` 12 `, `{"a":1,"a":2}`, `[1,]`, `{"a" 1}`, `01`, `-`, `1.`, `1e`, `"\u12"`, "\"\t\"", `tru`, `{} {}`, "0A00000"} {
+	for _, s := range []string{`{"a":[1,-2.5e+3,true,false,null,"x\u00e9\ud83d\ude00\n\"/"]}`, `"\ud800x"`, "\"\xff\xfe\"", `[]`, ` 12 `, `{"a":1,"a":2}`, `[1,]`, `{"a" 1}`, `01`, `-`, `1.`, `1e`, `"\u12"`, "\"\t\"", `tru`, `{} {}`, "0A00000", "1" + strings.Repeat("0", 400)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
-		var want any
-		werr := json.Unmarshal([]byte(doc), &want)
+		valid := json.Valid([]byte(doc))
 		got, gerr := parseJSON([]byte(doc))
-		if (werr == nil) != (gerr == nil) {
-			t.Fatalf("%q: json.Unmarshal err=%v, parseJSON err=%v", doc, werr, gerr)
+		if valid != (gerr == nil) {
+			t.Fatalf("%q: json.Valid=%v, parseJSON err=%v", doc, valid, gerr)
 		}
 		if gerr == nil {
-			if _, err := appendJSON(nil, got); err != nil {
+			b, err := appendJSON(nil, got)
+			if err != nil {
 				t.Fatalf("%q: a parsed value does not encode: %v", doc, err)
 			}
+			if want, _ := json.Marshal(got); string(b) != string(want) {
+				t.Fatalf("%q: appendJSON = %s; encoding/json = %s", doc, b, want)
+			}
 		}
+	})
+}
+
+func computePath(rg, rest string) string {
+	return "/subscriptions/" + testSub + "/resourceGroups/" + rg + "/providers/Microsoft.Compute/" + rest + "?api-version=" + ComputeAPIVersion
+}
+
+// FuzzComputePUT: arbitrary bodies PUT to a scale set (new and existing),
+// a scale set VM, a VM and an availability set never cause a 5xx or a
+// non-JSON answer, and leave the resources, the NICs and the pool they may
+// reference readable.
+func FuzzComputePUT(f *testing.F) {
+	pool := netID("rg", "loadBalancers", "lb") + "/backendAddressPools/pool"
+	subnet := netID("rg", "virtualNetworks", "vnet") + "/subnets/nodes"
+	nicCfg := `"networkProfile":{"networkInterfaceConfigurations":[{"name":"nic","properties":{"primary":true,"ipConfigurations":[{"name":"ipconfig1","properties":{"subnet":{"id":"` + subnet + `"},"loadBalancerBackendAddressPools":[{"id":"` + pool + `"}]}}]}}]}`
+	vmss := `{"location":"eastus","sku":{"name":"Standard_D2s_v3","capacity":2},"properties":{"upgradePolicy":{"mode":"Manual"},"virtualMachineProfile":{"osProfile":{"computerNamePrefix":"ss"},` + nicCfg + `}}}`
+	f.Add(uint8(0), vmss)
+	f.Add(uint8(1), vmss)
+	f.Add(uint8(1), `{"location":"eastus","sku":{"capacity":-1},"properties":{"orchestrationMode":"Flexible"}}`)
+	f.Add(uint8(2), `{"location":"eastus","properties":{`+nicCfg+`}}`)
+	f.Add(uint8(2), `{"properties":{"networkProfileConfiguration":{"networkInterfaceConfigurations":[{"name":"nic","properties":{"ipConfigurations":[{"name":"ipconfig1","properties":{"loadBalancerBackendAddressPools":[{"id":7}]}}]}}]}}}`)
+	f.Add(uint8(3), `{"location":"eastus","properties":{"availabilitySet":{"id":"x"},"networkProfile":{"networkInterfaces":[{"id":"`+netID("rg", "networkInterfaces", "nope")+`"}]}}}`)
+	f.Add(uint8(4), `{"location":"eastus","sku":{"name":"Aligned"},"properties":{"platformFaultDomainCount":"2"}}`)
+	f.Add(uint8(0), `null`)
+	h := seedHandler(f)
+	h.mustDo(f, 201, http.MethodPut, computePath("rg", "virtualMachineScaleSets/ss"), strings.Replace(vmss, `,"loadBalancerBackendAddressPools":[{"id":"`+pool+`"}]`, "", 1))
+	paths := []string{"virtualMachineScaleSets/fz", "virtualMachineScaleSets/ss", "virtualMachineScaleSets/ss/virtualMachines/0",
+		"virtualMachines/fz", "availabilitySets/fz"}
+	f.Fuzz(func(t *testing.T, which uint8, body string) {
+		p := computePath("rg", paths[int(which)%len(paths)])
+		checkNoServerError(t, http.MethodPut, p, body, h)
+		checkNoServerError(t, http.MethodGet, p, "", h)
+		checkNoServerError(t, http.MethodGet, computePath("rg", "virtualMachineScaleSets/ss/virtualMachines"), "", h)
+		checkNoServerError(t, http.MethodGet, netPath("rg", "networkInterfaces", ""), "", h)
+		checkNoServerError(t, http.MethodGet, strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1), "", h)
 	})
 }

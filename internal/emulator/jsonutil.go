@@ -121,6 +121,12 @@ func getInt(m obj, key, path string) (int64, bool, error) {
 			return 0, true, &fieldError{joinPath(path, key), "expected an integer, got " + string(n)}
 		}
 		return i, true, nil
+	case int:
+		// Stored documents hold the defaults the emulator filled in as Go
+		// integers (a Compute PUT merges a request into them).
+		return int64(n), true, nil
+	case int64:
+		return n, true, nil
 	case string:
 		// NRP's deserializer accepts integers encoded as strings.
 		i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -21,6 +22,8 @@ type kindSpec struct {
 	updateStatus int
 	// deleteStatus is the status of an accepted DELETE (202; NICs answer 200).
 	deleteStatus int
+	// deleteStatusOf, when set, picks the status per version.
+	deleteStatusOf func(v *version) int
 	// hideOnCreate lists properties omitted from the create response
 	// (allocated while the operation runs, e.g. ipAddress).
 	hideOnCreate []string
@@ -41,6 +44,9 @@ type kindSpec struct {
 	checkDelete func(wc *writeCtx, v *version) *armError
 	// onDelete releases what the resource held (addresses, back-references).
 	onDelete func(wc *writeCtx, v *version)
+	// render, when set, renders a version at a phase (Compute kinds, whose
+	// documents are not shaped like Microsoft.Network's).
+	render func(v *version, ph phase) obj
 	// serveExtra serves routes under the resource other than its child
 	// collections (serviceGateways' services, addressLocations and POST
 	// actions); it returns false when the route is not one of them.
@@ -92,6 +98,12 @@ type writeCtx struct {
 	effects []func()
 	// memo caches id lookups within one write.
 	memo map[string]lookupResult
+	// members are NIC-based pool membership changes, applied after the
+	// effects (see membership.go).
+	members []memberChange
+	// subnetUsed caches, per lower-cased subnet id, the private addresses
+	// in use during this write (Compute allocations).
+	subnetUsed map[string]map[netip.Addr]bool
 }
 
 type lookupResult struct {
@@ -108,6 +120,7 @@ func (wc *writeCtx) runEffects() {
 		f()
 	}
 	wc.effects = nil
+	wc.flushMembers()
 }
 
 // resourceID builds the id of a top-level resource in the write's group.
@@ -132,7 +145,7 @@ func (wc *writeCtx) lookup(id string) (armID, *entry, *version, *group) {
 
 func (wc *writeCtx) lookupUncached(id string) (armID, *entry, *version, *group) {
 	a, ok := parseResourceID(id)
-	if !ok || !strings.EqualFold(a.ns, "Microsoft.Network") {
+	if !ok || !strings.EqualFold(a.ns, "Microsoft.Network") && !strings.EqualFold(a.ns, "Microsoft.Compute") {
 		return a, nil, nil, nil
 	}
 	s := wc.e.subs[strings.ToLower(a.sub)]
@@ -170,7 +183,7 @@ func (wc *writeCtx) lookupChild(id, typ, childKey string) (*version, obj) {
 func (wc *writeCtx) replace(en *entry, doc obj) {
 	wc.memo = nil
 	old := en.cur
-	en.cur = &version{doc: doc, etag: wc.e.ids.etag(), op: old.op, deleting: old.deleting}
+	en.cur = &version{doc: doc, etag: wc.e.ids.etag(), op: old.op, deleting: old.deleting, creating: old.creating, ext: old.ext}
 }
 
 // propsOf returns doc["properties"] (never nil).
@@ -463,9 +476,15 @@ func (e *Emulator) renderVersion(k *kindSpec, v *version, ph phase) *rendered {
 	if r := v.cache[ph].Load(); r != nil {
 		return r
 	}
-	tree := renderTree(k, v.doc, v.etag, ph.String(), nil)
-	r := &rendered{tree: tree, bytes: mustMarshal(tree)}
-	v.cache[ph].Store(r)
+	r := &rendered{build: func() obj {
+		if k.render != nil {
+			return k.render(v, ph)
+		}
+		return renderTree(k, v.doc, v.etag, ph.String(), nil)
+	}}
+	if !v.cache[ph].CompareAndSwap(nil, r) {
+		return v.cache[ph].Load()
+	}
 	return r
 }
 
@@ -476,13 +495,19 @@ func (e *Emulator) renderChildBytes(k *kindSpec, v *version, ph phase, key, name
 	if b, ok := r.children.Load(ck); ok {
 		return b.([]byte)
 	}
-	ch := findChild(propsOf(r.tree), key, name)
+	ch := findChild(propsOf(r.tree()), key, name)
 	if ch == nil {
 		return nil
 	}
 	b := mustMarshal(ch)
 	r.children.Store(ck, b)
 	return b
+}
+
+// cacheChild records a child's rendering at phase ph (a write's answer) as
+// what reads of that child will answer, so they render nothing.
+func (e *Emulator) cacheChild(k *kindSpec, v *version, ph phase, key, name string, b []byte) {
+	e.renderVersion(k, v, ph).children.Store(strings.ToLower(key)+"/"+strings.ToLower(name), b)
 }
 
 // rawJSON embeds pre-encoded JSON in a marshalled value.

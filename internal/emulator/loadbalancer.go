@@ -120,12 +120,32 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	ix := lbIndex{}
 	indexChildren(frontends, ix)
 
+	var oldPools obj
+	if old != nil {
+		oldPools = obj{"backendAddressPools": propsOf(old.doc)["backendAddressPools"]}
+	}
 	pools, ae := normChildren(props, "backendAddressPools", lbID, poolType, "properties", poolReadOnly,
 		func(pname, pid string, cp obj, path string) *armError {
-			return normPoolProps(wc, doc, pid, cp, path)
+			var op obj
+			if oldPools != nil {
+				op = findChild(oldPools, "backendAddressPools", pname)
+			}
+			return normPoolProps(wc, doc, pid, cp, path, op, true)
 		})
 	if ae != nil {
 		return nil, ae
+	}
+	if oldPools != nil {
+		var dropped []obj
+		for _, p := range asList(oldPools["backendAddressPools"]) {
+			po := p.(obj)
+			if findChild(obj{"backendAddressPools": pools}, "backendAddressPools", stringOf(po["name"])) == nil {
+				dropped = append(dropped, po)
+			}
+		}
+		if ae := checkRemovedPools(wc, lbID, dropped); ae != nil {
+			return nil, ae
+		}
 	}
 	indexChildren(pools, ix)
 
@@ -136,11 +156,6 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	indexChildren(probes, ix)
 	if serviceSKU {
 		if ae := checkServiceSKU(lbID, scope, frontends, probes); ae != nil {
-			return nil, ae
-		}
-	}
-	if old != nil {
-		if ae := checkRemovedPools(wc, propsOf(old.doc), pools); ae != nil {
 			return nil, ae
 		}
 	}
@@ -296,7 +311,15 @@ func normFrontend(wc *writeCtx, lbID, loc, lbSku, fid string, cp obj, path, keep
 
 // normPoolProps validates a backend pool's properties (shared by the load
 // balancer PUT and the backendAddressPools subresource PUT).
-func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *armError {
+//
+// NIC-derived entries (those with networkInterfaceIPConfiguration) follow
+// the pool's members as NICs and scale set VMs make them; a PUT must echo
+// each of them (same ip configuration, same name) and may change only its
+// adminState; otherwise it fails with
+// ModificationOfNICIpConfigBackendPoolNotSupported. The one exception: a
+// load balancer PUT (lbPut) whose pool has no loadBalancerBackendAddresses
+// at all keeps them as they are. old is the pool as stored (nil when new).
+func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string, old obj, lbPut bool) *armError {
 	loc := stringOf(lb["location"])
 	lbSku := ""
 	if s, ok := lb["sku"].(obj); ok {
@@ -322,7 +345,7 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *ar
 	if _, err := enumProp(cp, "syncMode", path, "", "Automatic", "Manual"); err != nil {
 		return err
 	}
-	addrs, _, err := getArr(cp, "loadBalancerBackendAddresses", path)
+	addrs, hasAddrs, err := getArr(cp, "loadBalancerBackendAddresses", path)
 	if err != nil {
 		return errBadShape(err)
 	}
@@ -330,6 +353,13 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *ar
 		return nrpError(http.StatusBadRequest, "BackendAddressesNotSupportedOnServiceSkuLoadBalancer",
 			"Backend address pool %s of a sku Service load balancer takes its members from a service gateway, not from loadBalancerBackendAddresses.", poolID)
 	}
+	oldNIC := map[string]obj{} // lower(ip configuration id) -> stored entry
+	for _, a := range asList(propsOf(old)["loadBalancerBackendAddresses"]) {
+		if cfg := nicEntryConfig(a.(obj)); cfg != "" {
+			oldNIC[strings.ToLower(cfg)] = a.(obj)
+		}
+	}
+	seenNIC := map[string]bool{}
 	out := make([]any, 0, len(addrs))
 	names := make(map[string]bool, len(addrs))
 	ips := make(map[string]string, len(addrs))
@@ -344,14 +374,6 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *ar
 		if err != nil {
 			return errBadShape(err)
 		}
-		if !has || name == "" {
-			name = wc.e.ids.uuid()
-		}
-		if names[strings.ToLower(name)] {
-			return nrpError(http.StatusBadRequest, "DuplicateBackendAddressName",
-				"Backend address pool %s has more than one backend address named '%s'.", poolID, name)
-		}
-		names[strings.ToLower(name)] = true
 		ap, err := getObj(a, "properties", p)
 		if err != nil {
 			return errBadShape(err)
@@ -361,9 +383,35 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *ar
 		if np == nil {
 			np = obj{}
 		}
-		delete(np, "networkInterfaceIPConfiguration")
-		delete(np, "inboundNatRulesPortMapping")
 		pp := p + ".properties"
+		if cfg, isNIC, err := getRef(np, "networkInterfaceIPConfiguration", pp); err != nil {
+			return errBadShape(err)
+		} else if isNIC {
+			entry, ae := nicEntry(poolID, cfg, name, np, oldNIC, seenNIC, pp)
+			if ae != nil {
+				return ae
+			}
+			name = stringOf(entry["name"])
+			if names[strings.ToLower(name)] {
+				return nrpError(http.StatusBadRequest, "DuplicateBackendAddressName",
+					"Backend address pool %s has more than one backend address named '%s'.", poolID, name)
+			}
+			names[strings.ToLower(name)] = true
+			out = append(out, entry)
+			continue
+		}
+		if !has || name == "" {
+			name = wc.e.ids.uuid()
+		}
+		if names[strings.ToLower(name)] {
+			return nrpError(http.StatusBadRequest, "DuplicateBackendAddressName",
+				"Backend address pool %s has more than one backend address named '%s'.", poolID, name)
+		}
+		names[strings.ToLower(name)] = true
+		if m, ok := oldNICByName(oldNIC, name); ok {
+			return errNICPoolModification(poolID, nicEntryConfig(m))
+		}
+		delete(np, "inboundNatRulesPortMapping")
 		ipStr, hasIP, err := getStr(np, "ipAddress", pp)
 		if err != nil {
 			return errBadShape(err)
@@ -429,8 +477,73 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string) *ar
 		a["properties"] = np
 		out = append(out, a)
 	}
+	for k, m := range oldNIC {
+		if seenNIC[k] {
+			continue
+		}
+		if lbPut && !hasAddrs {
+			out = append(out, m)
+			continue
+		}
+		return errNICPoolModification(poolID, nicEntryConfig(m))
+	}
+	if len(oldNIC) > 0 && len(ips) > 0 {
+		return nrpError(http.StatusBadRequest, "CannotMixIPBasedAddressesAndIPConfigurationsOnLoadBalancerBackendAddressPool",
+			"Backend address pool %s holds ip configurations and cannot take IP address based backend addresses as well.", poolID)
+	}
 	cp["loadBalancerBackendAddresses"] = out
+	if refs := propsOf(old)["backendIPConfigurations"]; refs != nil {
+		cp["backendIPConfigurations"] = refs
+	}
 	return nil
+}
+
+// nicEntry validates a request entry that names an ip configuration: it
+// must be one of the pool's NIC-derived entries, listed once, with its
+// name, and nothing but its adminState may differ.
+func nicEntry(poolID, cfg, name string, np obj, oldNIC map[string]obj, seen map[string]bool, path string) (obj, *armError) {
+	k := strings.ToLower(cfg)
+	m, ok := oldNIC[k]
+	if !ok {
+		return nil, errNICPoolModification(poolID, cfg)
+	}
+	if seen[k] {
+		return nil, nrpError(http.StatusBadRequest, "DuplicateIpConfigurationReferenceOnBackendAddressPool",
+			"Found duplicate ipConfiguration reference %s on backend pool addresses of %s.", cfg, poolID)
+	}
+	seen[k] = true
+	if name != "" && !strings.EqualFold(name, stringOf(m["name"])) {
+		return nil, errNICPoolModification(poolID, cfg)
+	}
+	for _, key := range []string{"ipAddress", "virtualNetwork", "subnet", "loadBalancerFrontendIPConfiguration"} {
+		if v, has := np[key]; has && v != nil {
+			return nil, errNICPoolModification(poolID, cfg)
+		}
+	}
+	state, ae := enumProp(np, "adminState", path, "", "None", "Up", "Down")
+	if ae != nil {
+		return nil, ae
+	}
+	props := obj{"networkInterfaceIPConfiguration": propsOf(m)["networkInterfaceIPConfiguration"]}
+	if state != "" {
+		props["adminState"] = state
+	}
+	return obj{"name": m["name"], "properties": props}, nil
+}
+
+func oldNICByName(oldNIC map[string]obj, name string) (obj, bool) {
+	for _, m := range oldNIC {
+		if strings.EqualFold(stringOf(m["name"]), name) {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+func errNICPoolModification(poolID, cfg string) *armError {
+	return nrpError(http.StatusBadRequest, "ModificationOfNICIpConfigBackendPoolNotSupported",
+		"Operation on backend address pool %s is not allowed because it adds, modifies or deletes backend addresses specified with a network interface ip configuration (%s). Change the network interface or scale set VM instead.",
+		poolID, cfg)
 }
 
 func normProbe(name, id string, cp obj, path string) *armError {
@@ -708,6 +821,20 @@ func decorateLB(tree obj) {
 	})
 }
 
+// checkDeleteLB rejects deleting a load balancer whose pools a service
+// gateway service uses, a scale set model lists or ip configurations are
+// members of.
+func checkDeleteLB(wc *writeCtx, v *version) *armError {
+	if gw, svc, used := wc.poolUsers(stringOf(v.doc["id"]), ""); used {
+		return errLBInUseByGateway("A backend address pool of load balancer "+stringOf(v.doc["id"]), gw, svc)
+	}
+	var pools []obj
+	for _, p := range asList(propsOf(v.doc)["backendAddressPools"]) {
+		pools = append(pools, p.(obj))
+	}
+	return wc.checkPoolsRemovable(stringOf(v.doc["id"]), pools)
+}
+
 func onDeleteLB(wc *writeCtx, v *version) {
 	use := map[string]string{}
 	collectPIPUse(propsOf(v.doc), use)
@@ -741,7 +868,7 @@ func putPool(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, 
 	}
 	cp = shallowCopy(cp)
 	delete(cp, "provisioningState")
-	if ae := normPoolProps(wc, parent, pid, cp, "properties"); ae != nil {
+	if ae := normPoolProps(wc, parent, pid, cp, "properties", existing, false); ae != nil {
 		return nil, ae
 	}
 	return obj{"name": name, "id": pid, "type": poolType, "properties": cp}, nil
@@ -750,6 +877,9 @@ func putPool(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, 
 func checkDeletePool(wc *writeCtx, parent obj, child obj) *armError {
 	if gw, svc, used := wc.poolUsers("", stringOf(child["id"])); used {
 		return errLBInUseByGateway("Backend address pool "+stringOf(child["id"]), gw, svc)
+	}
+	if ae := wc.checkPoolsRemovable(stringOf(parent["id"]), []obj{child}); ae != nil {
+		return ae
 	}
 	pid := strings.ToLower(stringOf(child["id"]))
 	props := propsOf(parent)
@@ -850,29 +980,15 @@ func checkRuleBackendPorts(rules []any) *armError {
 	return nil
 }
 
-// checkRemovedPools rejects a load balancer update that drops a pool a
-// service gateway service still uses.
-func checkRemovedPools(wc *writeCtx, oldProps obj, pools []any) *armError {
-	keep := map[string]bool{}
-	for _, p := range pools {
-		keep[strings.ToLower(stringOf(p.(obj)["id"]))] = true
-	}
-	for _, p := range asList(oldProps["backendAddressPools"]) {
-		id := stringOf(p.(obj)["id"])
-		if keep[strings.ToLower(id)] {
-			continue
-		}
+// checkRemovedPools rejects a load balancer update that drops pools a
+// service gateway service still uses, a scale set model lists or ip
+// configurations are members of.
+func checkRemovedPools(wc *writeCtx, lbID string, dropped []obj) *armError {
+	for _, p := range dropped {
+		id := stringOf(p["id"])
 		if gw, svc, used := wc.poolUsers("", id); used {
 			return errLBInUseByGateway("Backend address pool "+id, gw, svc)
 		}
 	}
-	return nil
-}
-
-func checkDeleteLB(wc *writeCtx, v *version) *armError {
-	id := stringOf(v.doc["id"])
-	if gw, svc, used := wc.poolUsers(id, ""); used {
-		return errLBInUseByGateway("A backend address pool of load balancer "+id, gw, svc)
-	}
-	return nil
+	return wc.checkPoolsRemovable(lbID, dropped)
 }

@@ -90,7 +90,7 @@ func (e *Emulator) getResource(c *reqCtx, k *kindSpec) {
 	etag := v.etag
 	e.mu.RUnlock()
 	c.w.Header()["Etag"] = []string{etag}
-	writeJSON(c.w, http.StatusOK, r.bytes)
+	writeJSON(c.w, http.StatusOK, r.bytes())
 }
 
 func (e *Emulator) listResources(c *reqCtx, k *kindSpec) {
@@ -127,7 +127,7 @@ func (e *Emulator) listResources(c *reqCtx, k *kindSpec) {
 			if ph == phaseGone {
 				continue
 			}
-			items = append(items, item{strings.ToLower(g.name) + "/" + key, e.renderVersion(k, en.cur, ph).bytes})
+			items = append(items, item{strings.ToLower(g.name) + "/" + key, e.renderVersion(k, en.cur, ph).bytes()})
 		}
 	}
 	e.mu.RUnlock()
@@ -261,6 +261,9 @@ func (e *Emulator) putResource(c *reqCtx, k *kindSpec) {
 	loc, _ := doc["location"].(string)
 	op := e.newOp(c, wc.s, loc, wc.now)
 	nv := &version{doc: doc, etag: e.ids.etag(), op: op}
+	if cur != nil {
+		nv.ext = cur.ext
+	}
 	if en == nil {
 		en = &entry{kind: k}
 		wc.g.resources[resourceKey(k.typ, c.rt.name)] = en
@@ -327,7 +330,7 @@ func (e *Emulator) patchResource(c *reqCtx, k *kindSpec) {
 		}
 	}
 	wc.replace(en, doc)
-	writeJSON(c.w, http.StatusOK, e.renderVersion(k, en.cur, en.cur.phaseAt(wc.now)).bytes)
+	writeJSON(c.w, http.StatusOK, e.renderVersion(k, en.cur, en.cur.phaseAt(wc.now)).bytes())
 }
 
 func (e *Emulator) deleteResource(c *reqCtx, k *kindSpec) {
@@ -367,10 +370,14 @@ func (e *Emulator) deleteResource(c *reqCtx, k *kindSpec) {
 		k.onDelete(wc, cur)
 		wc.runEffects()
 	}
-	en.cur = &version{doc: cur.doc, etag: cur.etag, op: op, deleting: true}
+	en.cur = &version{doc: cur.doc, etag: cur.etag, op: op, deleting: true, ext: cur.ext}
+	status := k.deleteStatus
+	if k.deleteStatusOf != nil {
+		status = k.deleteStatusOf(cur)
+	}
 	c.writeAccepted(op, true, true)
 	c.w.Header().Set("Content-Length", "0")
-	c.w.WriteHeader(k.deleteStatus)
+	c.w.WriteHeader(status)
 }
 
 // parentForChild resolves the parent of a child route under a lock held by
@@ -427,7 +434,7 @@ func (e *Emulator) listChildren(c *reqCtx, k *kindSpec, cs *collSpec) {
 		return
 	}
 	r := e.renderVersion(k, v, v.phaseAt(now))
-	arr, _ := propsOf(r.tree)[cs.key].([]any)
+	arr, _ := propsOf(r.tree())[cs.key].([]any)
 	body := mustMarshal(obj{"value": append([]any{}, arr...)})
 	e.mu.RUnlock()
 	writeJSON(c.w, http.StatusOK, body)
@@ -504,6 +511,9 @@ func (e *Emulator) putChild(c *reqCtx, k *kindSpec, cs *collSpec) {
 
 	ph := e.responsePhase(c, op, idx < 0, &kindSpec{}, wc.now)
 	tree := renderOneChild(k, doc, cs.key, child, nv.etag, ph.String())
+	// The answer is what a read of the child at this phase returns: when a
+	// read now would see this phase, it is cached for the reads to come.
+	cacheable := ph == nv.phaseAt(wc.now)
 	e.mu.Unlock()
 	locked = false
 	c.writeAccepted(op, !k.noAsyncOnPut, false)
@@ -511,7 +521,13 @@ func (e *Emulator) putChild(c *reqCtx, k *kindSpec, cs *collSpec) {
 	if idx < 0 {
 		status = http.StatusCreated
 	}
-	writeJSONTree(c.w, status, tree)
+	if !cacheable {
+		writeJSONTree(c.w, status, tree)
+		return
+	}
+	b := mustMarshal(tree)
+	e.cacheChild(k, nv, ph, cs.key, c.rt.childName, b)
+	writeJSON(c.w, status, b)
 }
 
 func (e *Emulator) deleteChild(c *reqCtx, k *kindSpec, cs *collSpec) {

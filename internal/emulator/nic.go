@@ -11,9 +11,17 @@ func init() {
 		typ: "networkInterfaces", fullType: "Microsoft.Network/networkInterfaces",
 		// NRP creates NICs synchronously: 201 Succeeded without
 		// Azure-AsyncOperation; deletes answer 200 (see interfaceclient.yaml).
+		// A NIC a VM used answers 202 (as recorded after the VM was deleted).
 		createSucceeded: true, noAsyncOnPut: true, deleteStatus: http.StatusOK,
+		deleteStatusOf: func(v *version) int {
+			if st, ok := v.ext.(*nicState); ok && st.attachedOnce {
+				return http.StatusAccepted
+			}
+			return http.StatusOK
+		},
 		collections: []*collSpec{{key: "ipConfigurations", fullType: "Microsoft.Network/networkInterfaces/ipConfigurations"}},
 		normalize:   normalizeNIC,
+		checkDelete: checkDeleteNIC,
 		onDelete:    onDeleteNIC,
 	})
 }
@@ -38,6 +46,8 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 	}
 	pipUse := map[string]string{}
 	taken := map[netip.Addr]bool{}
+	skus := map[string]string{}
+	members := newPoolRefs()
 	cfgs, ae := normChildren(props, "ipConfigurations", id, "Microsoft.Network/networkInterfaces/ipConfigurations", "properties", nil,
 		func(cname, cid string, cp obj, path string) *armError {
 			keep := ""
@@ -77,27 +87,32 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 				pipUse[strings.ToLower(stringOf(v.doc["id"]))] = cid
 				cp["publicIPAddress"] = ref(stringOf(v.doc["id"]))
 			}
-			for _, key := range []string{"loadBalancerBackendAddressPools", "loadBalancerInboundNatRules"} {
-				ids, has, err := getRefList(cp, key, path)
-				if err != nil {
-					return errBadShape(err)
+			ids, has, err := getRefList(cp, "loadBalancerBackendAddressPools", path)
+			if err != nil {
+				return errBadShape(err)
+			}
+			if has {
+				pools, ae := wc.checkPoolRefs(ids, cid, skus)
+				if ae != nil {
+					return ae
 				}
-				if !has {
-					continue
-				}
-				child := "backendAddressPools"
-				if key == "loadBalancerInboundNatRules" {
-					child = "inboundNatRules"
-				}
+				cp["loadBalancerBackendAddressPools"] = refList(pools)
+				members.add(cid, wc.g.name+"_"+stringOf(doc["name"])+cname, pools)
+			}
+			ids, has, err = getRefList(cp, "loadBalancerInboundNatRules", path)
+			if err != nil {
+				return errBadShape(err)
+			}
+			if has {
 				var out []string
 				for _, rid := range ids {
-					_, c := wc.lookupChild(rid, "loadBalancers", child)
+					_, c := wc.lookupChild(rid, "loadBalancers", "inboundNatRules")
 					if c == nil {
 						return errInvalidReference(rid, cid)
 					}
 					out = append(out, stringOf(c["id"]))
 				}
-				cp[key] = refList(out)
+				cp["loadBalancerInboundNatRules"] = refList(out)
 			}
 			return nil
 		})
@@ -157,8 +172,18 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 	}
 	delete(props, "macAddress")
 	delete(props, "virtualMachine")
+	if old != nil {
+		if vm, ok := propsOf(old.doc)["virtualMachine"]; ok {
+			props["virtualMachine"] = vm // server-owned: set by the VM that uses the NIC
+		}
+	}
 	keepGUID(wc, props, old)
 	doc["properties"] = props
+	oldMembers := newPoolRefs()
+	if old != nil {
+		oldMembers = nicPoolRefs(old.doc)
+	}
+	wc.membershipDiff(oldMembers, members)
 
 	oldUse := map[string]string{}
 	if old != nil {
@@ -182,7 +207,33 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 	return doc, nil
 }
 
+// nicPoolRefs is the pool membership of a stored NIC document.
+func nicPoolRefs(doc obj) poolRefs {
+	r := newPoolRefs()
+	rg := resourceGroupOf(stringOf(doc["id"]))
+	for _, c := range asList(propsOf(doc)["ipConfigurations"]) {
+		co := c.(obj)
+		var pools []string
+		for _, p := range asList(propsOf(co)["loadBalancerBackendAddressPools"]) {
+			pools = append(pools, stringOf(p.(obj)["id"]))
+		}
+		r.add(stringOf(co["id"]), rg+"_"+stringOf(doc["name"])+stringOf(co["name"]), pools)
+	}
+	return r
+}
+
+// checkDeleteNIC rejects deleting a NIC a VM still uses.
+func checkDeleteNIC(_ *writeCtx, v *version) *armError {
+	if r, ok := propsOf(v.doc)["virtualMachine"].(obj); ok {
+		return nrpError(http.StatusBadRequest, "NicInUse",
+			"Network Interface %s is used by existing resource %s. In order to delete the network interface, it must be dissociated from the resource.",
+			stringOf(v.doc["id"]), stringOf(r["id"]))
+	}
+	return nil
+}
+
 func onDeleteNIC(wc *writeCtx, v *version) {
+	wc.membershipDiff(nicPoolRefs(v.doc), newPoolRefs())
 	for _, c := range asList(propsOf(v.doc)["ipConfigurations"]) {
 		if r, ok := propsOf(c.(obj))["publicIPAddress"].(obj); ok {
 			wc.setPublicIPConfig(stringOf(r["id"]), "")

@@ -21,9 +21,14 @@ func (e *Emulator) serveOperation(c *reqCtx) {
 		op = s.ops[strings.ToLower(c.rt.opID)]
 	}
 	e.mu.RUnlock()
-	if op == nil || op.rgDelete || !strings.EqualFold(op.location, c.rt.location) {
+	compute := strings.EqualFold(c.rt.ns, "Microsoft.Compute")
+	if op == nil || op.rgDelete || !strings.EqualFold(op.location, c.rt.location) || op.compute != compute {
 		writeARMError(c.w, nrpError(http.StatusNotFound, "OperationNotFound",
 			"The operation '%s' could not be found.", c.rt.opID))
+		return
+	}
+	if compute {
+		e.serveComputeOperation(c, op, now)
 		return
 	}
 	status := op.status(now)

@@ -17,7 +17,7 @@ func sgwPath(suffix string) string {
 	return "/subscriptions/" + testSub + "/resourceGroups/" + sgwRG + "/providers/Microsoft.Network/serviceGateways/servicegateway" + suffix + "?api-version=" + NetworkAPIVersion
 }
 
-func poolID(lb string) string {
+func sgwPoolID(lb string) string {
 	return netID(sgwRG, "loadBalancers", lb) + "/backendAddressPools/" + lb
 }
 
@@ -59,7 +59,7 @@ func registerBody(action string, names ...string) string {
 	var reqs []string
 	for _, n := range names {
 		reqs = append(reqs, `{"isDelete":false,"service":{"name":"`+n+`","properties":{"serviceType":"Inbound","isDefault":false,"loadBalancerBackendPools":[{"id":"`+
-			poolID(n)+`","name":"`+n+`","properties":{"virtualNetwork":{"id":"`+netID(sgwRG, "virtualNetworks", "vnet")+`"}}}]}}}`)
+			sgwPoolID(n)+`","name":"`+n+`","properties":{"virtualNetwork":{"id":"`+netID(sgwRG, "virtualNetworks", "vnet")+`"}}}]}}}`)
 	}
 	return `{"action":"` + action + `","serviceRequests":[` + strings.Join(reqs, ",") + `]}`
 }
@@ -422,7 +422,7 @@ func TestServiceGatewayCrossResourceRules(t *testing.T) {
 		t.Errorf("delete the pool: %d %s", rec.Code, rec.Body)
 	}
 	noPool := strings.Replace(serviceLBBody("a", ""), `"backendAddressPools":[{"name":"a","properties":{}}],`, "", 1)
-	noPool = strings.Replace(noPool, `"backendAddressPool":{"id":"`+poolID("a")+`"},`, "", 1)
+	noPool = strings.Replace(noPool, `"backendAddressPool":{"id":"`+sgwPoolID("a")+`"},`, "", 1)
 	if rec := h.do(t, http.MethodPut, lb, noPool, nil); rec.Code != http.StatusBadRequest || errCodeOf(rec) != codeLBInUseByGateway {
 		t.Errorf("PUT without the pool: %d %s", rec.Code, rec.Body)
 	}
@@ -455,7 +455,7 @@ func TestServiceSKULoadBalancer(t *testing.T) {
 		{"probe", serviceLBBody("a", `,"probes":[{"name":"p","properties":{"protocol":"Tcp","port":80}}]`), "ProbesNotSupportedOnServiceSkuLoadBalancer"},
 		{"backend addresses", strings.Replace(serviceLBBody("a", ""), `{"name":"a","properties":{}}`, `{"name":"a","properties":{"loadBalancerBackendAddresses":[{"name":"x","properties":{"ipAddress":"10.0.0.9"}}]}}`, 1), "BackendAddressesNotSupportedOnServiceSkuLoadBalancer"},
 		{"same backend port twice", strings.Replace(serviceLBBody("a", ""), `"frontendPort":80,"backendPort":8080}}]`,
-			`"frontendPort":80,"backendPort":8080}},{"name":"rule-tcp-81","properties":{"frontendIPConfiguration":{"id":"`+lbID+`/frontendIPConfigurations/frontend"},"backendAddressPool":{"id":"`+poolID("a")+`"},"protocol":"Tcp","frontendPort":81,"backendPort":8080}}]`, 1), "RulesUseSameBackendPortProtocolAndPool"},
+			`"frontendPort":80,"backendPort":8080}},{"name":"rule-tcp-81","properties":{"frontendIPConfiguration":{"id":"`+lbID+`/frontendIPConfigurations/frontend"},"backendAddressPool":{"id":"`+sgwPoolID("a")+`"},"protocol":"Tcp","frontendPort":81,"backendPort":8080}}]`, 1), "RulesUseSameBackendPortProtocolAndPool"},
 	}
 	for _, b := range bad {
 		if rec := h.do(t, http.MethodPut, lb, b.body, nil); rec.Code != http.StatusBadRequest || errCodeOf(rec) != b.code {
@@ -464,6 +464,14 @@ func TestServiceSKULoadBalancer(t *testing.T) {
 	}
 	if rec := h.do(t, http.MethodPut, netPath(sgwRG, "publicIPAddresses", "dyn"), `{"location":"eastus","sku":{"name":"StandardV2"},"properties":{"publicIPAllocationMethod":"Dynamic"}}`, nil); rec.Code != http.StatusBadRequest {
 		t.Errorf("StandardV2 Dynamic public IP: %d", rec.Code)
+	}
+	// Nor can a NIC's ip configuration join the pool (NIC-based
+	// membership): its members come from the gateway.
+	nic := `{"location":"eastus","properties":{"ipConfigurations":[{"name":"ipconfig1","properties":{"subnet":{"id":"` +
+		netID(sgwRG, "virtualNetworks", "vnet") + `/subnets/s"},"loadBalancerBackendAddressPools":[{"id":"` + sgwPoolID("a") + `"}]}}]}}`
+	if rec := h.do(t, http.MethodPut, netPath(sgwRG, "networkInterfaces", "nic-a"), nic, nil); rec.Code != http.StatusBadRequest ||
+		errCodeOf(rec) != "BackendAddressesNotSupportedOnServiceSkuLoadBalancer" {
+		t.Errorf("NIC joining a Service SKU pool: %d %s", rec.Code, rec.Body)
 	}
 }
 

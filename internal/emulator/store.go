@@ -55,6 +55,9 @@ type operation struct {
 	rgDelete bool
 	// delete marks a resource delete (operationResults answers 204).
 	delete bool
+	// compute marks a Microsoft.Compute operation (its own polling URLs and
+	// status document).
+	compute bool
 }
 
 func (op *operation) done(now time.Time) bool { return op == nil || !now.Before(op.end) }
@@ -75,15 +78,39 @@ type version struct {
 	op   *operation // the last operation on the resource, nil if none
 	// deleting marks a version whose op deletes the resource.
 	deleting bool
+	// creating marks a version whose op creates the resource (Compute shows
+	// provisioningState Creating rather than Updating while it runs).
+	creating bool
+	// ext is kind-specific state that is not part of the document (a
+	// Compute VM's power state and private addresses). Like doc it is never
+	// modified once published.
+	ext any
 	// cache holds rendered forms per phase (filled by readers concurrently).
 	cache [numPhases]atomic.Pointer[rendered]
 }
 
 // rendered is a rendered resource document at one phase.
 type rendered struct {
-	tree     obj
-	bytes    []byte
+	build    func() obj
+	treeOnce sync.Once
+	t        obj
+	once     sync.Once
+	encoded  []byte
 	children sync.Map // lower(collection)+"/"+lower(name) -> []byte
+}
+
+// tree is the rendered document, rendered on first use (a child's read
+// answered from children needs none).
+func (r *rendered) tree() obj {
+	r.treeOnce.Do(func() { r.t = r.build() })
+	return r.t
+}
+
+// bytes is the tree's JSON, encoded on first use (a child's read needs
+// only the child's).
+func (r *rendered) bytes() []byte {
+	r.once.Do(func() { r.encoded = mustMarshal(r.tree()) })
+	return r.encoded
 }
 
 // phaseAt reports the provisioning phase of v at now.

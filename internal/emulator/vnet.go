@@ -260,6 +260,13 @@ func (wc *writeCtx) subnetIPConfigs(id string, fn func(g *group, cfg obj)) {
 				}
 				var coll string
 				switch {
+				case strings.HasPrefix(key, "vmssvm/"):
+					for _, co := range instanceIPConfigs(en.cur) {
+						if r, ok := propsOf(co)["subnet"].(obj); ok && strings.EqualFold(stringOf(r["id"]), id) {
+							fn(g, co)
+						}
+					}
+					continue
 				case strings.HasPrefix(key, "loadbalancers/"):
 					coll = "frontendIPConfigurations"
 				case strings.HasPrefix(key, "networkinterfaces/"):

@@ -148,8 +148,9 @@ func (c *cache) wrotePools(name string, pools []*armnetwork.BackendAddressPool, 
 	c.entries[k] = e
 }
 
-// poolIndex returns, per lower-cased pool name, the canonical IPs the pool
-// holds. It is computed once per entry.
+// poolIndex returns, per lower-cased pool name, the keys of the pool's
+// members (backendpool.PoolKeys: canonical IPs of IP-based entries, owners
+// of NIC-based members). It is computed once per entry.
 func (e *entry) poolIndex() map[string]map[string]bool {
 	e.indexOnce.Do(func() {
 		e.index = map[string]map[string]bool{}
@@ -157,15 +158,13 @@ func (e *entry) poolIndex() map[string]map[string]bool {
 			return
 		}
 		for _, p := range e.lb.Properties.BackendAddressPools {
-			ips := map[string]bool{}
-			if p != nil && p.Properties != nil {
-				for _, a := range p.Properties.LoadBalancerBackendAddresses {
-					if a != nil && a.Properties != nil && a.Properties.IPAddress != nil {
-						ips[backendpool.CanonicalIP(*a.Properties.IPAddress)] = true
-					}
-				}
+			keys := map[string]bool{}
+			for _, k := range backendpool.PoolKeys(p) {
+				keys[k] = true
 			}
-			e.index[lower(ptr.Deref(p.Name, ""))] = ips
+			if p != nil {
+				e.index[lower(ptr.Deref(p.Name, ""))] = keys
+			}
 		}
 	})
 	return e.index

@@ -52,7 +52,19 @@
 //     load balancers of pod-based load balancing); UpdateOptions.AssumeAbsent
 //     lets such a caller create one it did not find without reading it
 //     first.
-//   - PoolsWith answers which pools hold an address from the cache (or a
-//     fresh read when asked), and FindPool where a pool lives.
+//   - PoolsWith answers which pools hold an address or a NIC-based member
+//     (by the owner of its ip configuration, backendpool.EntryKey) from the
+//     cache (or a fresh read when asked), and FindPool where a pool lives.
+//   - NIC-based pools (nodeIPConfiguration): their members are ip
+//     configurations that list the pool, written on scale sets, scale set
+//     VMs and network interfaces, never through the Store; a pool write
+//     leaves their entries as they are except for adminState, and does not
+//     send the read-only backendIPConfigurations. A caller that changed
+//     membership that way calls ExternalChange, so the next read is fresh.
+//     With a Decoupler, deleting a load balancer first takes its pools out
+//     of every scale set model, VM and network interface (ARM refuses the
+//     delete while a scale set model lists one), and a delete refused with
+//     LoadBalancerInUseByVirtualMachineScaleSet decouples the scale set
+//     named and is tried once more.
 //   - Time comes from an injected k8s.io/utils/clock.
 package lbstore

@@ -3,3 +3,6 @@ package lbstore
 // Forget drops a cached load balancer, for tests that need the next read to
 // reach ARM.
 func (s *Store) Forget(name string) { s.cache.forget(name) }
+
+// WriteBody is the pool as a write sends it.
+var WriteBody = writeBody

@@ -88,9 +88,9 @@ func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh b
 		return current, nil
 	case current != nil && frontendCount(lb) == 0:
 		s.cache.writing(name)
-		if err := s.lbs.Delete(ctx, s.rg, name); err != nil && azure.Classify(err) != azure.ClassStale {
+		if err := s.deleteLB(ctx, name); err != nil {
 			s.cache.forget(name)
-			return nil, s.wrap("delete", name, "", err)
+			return nil, err
 		}
 		s.cache.wrote(name, nil)
 		log.Info("Deleted load balancer without frontends", "loadBalancer", name)
@@ -119,6 +119,41 @@ func frontendCount(lb *armnetwork.LoadBalancer) int {
 		return 0
 	}
 	return len(lb.Properties.FrontendIPConfigurations)
+}
+
+// deleteLB deletes a load balancer, decoupling its pools first (a fresh
+// read says which scale set models, VMs and NICs list them). A delete ARM
+// refuses because a scale set model still lists a pool
+// (LoadBalancerInUseByVirtualMachineScaleSet: one that joined meanwhile)
+// decouples that scale set and is tried once more.
+func (s *Store) deleteLB(ctx context.Context, name string) error {
+	var fresh *armnetwork.LoadBalancer
+	if s.decoupler != nil {
+		lb, err := s.lbs.Get(ctx, s.rg, name)
+		if azure.Classify(err) == azure.ClassStale {
+			return nil
+		}
+		if err != nil {
+			return s.wrap("get", name, "", err)
+		}
+		fresh = lb
+		if err := s.decoupler.Decouple(ctx, fresh, ""); err != nil {
+			return s.wrap("decouple", name, "", err)
+		}
+	}
+	err := s.lbs.Delete(ctx, s.rg, name)
+	if vmss, ok := azure.ScaleSetInUse(err); ok && s.decoupler != nil {
+		klog.FromContext(ctx).Info("Load balancer still in use by a scale set model; decoupling it and deleting again",
+			"loadBalancer", name, "scaleSet", vmss)
+		if derr := s.decoupler.Decouple(ctx, fresh, vmss); derr != nil {
+			return s.wrap("decouple", name, "", derr)
+		}
+		err = s.lbs.Delete(ctx, s.rg, name)
+	}
+	if err != nil && azure.Classify(err) != azure.ClassStale {
+		return s.wrap("delete", name, "", err)
+	}
+	return nil
 }
 
 // allAssumeAbsent reports whether every change of a batch may skip reading

@@ -394,3 +394,26 @@ func TestPoolWriteErrorNamesThePool(t *testing.T) {
 		t.Errorf("result %+v, want an error naming the pool", res[0])
 	}
 }
+
+// TestPoolWriteOmitsReadOnlyIPConfigurations: a NIC-based pool's
+// backendIPConfigurations (read-only, one per member) are not sent; the
+// pool the store holds keeps them.
+func TestPoolWriteOmitsReadOnlyIPConfigurations(t *testing.T) {
+	cfgs := []*armnetwork.InterfaceIPConfiguration{{ID: to.Ptr("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/n/ipConfigurations/c")}}
+	p := &armnetwork.BackendAddressPool{Name: to.Ptr("kubernetes"), Etag: to.Ptr(`W/"1"`), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+		BackendIPConfigurations: cfgs, DrainPeriodInSeconds: to.Ptr[int32](5),
+		LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{{Name: to.Ptr("a")}}}}
+	body := lbstore.WriteBody(p)
+	if body.Properties.BackendIPConfigurations != nil {
+		t.Error("backendIPConfigurations are sent")
+	}
+	if *body.Name != "kubernetes" || *body.Etag != `W/"1"` || *body.Properties.DrainPeriodInSeconds != 5 || len(body.Properties.LoadBalancerBackendAddresses) != 1 {
+		t.Errorf("body %+v lost other fields", body.Properties)
+	}
+	if len(p.Properties.BackendIPConfigurations) != 1 {
+		t.Error("the pool itself lost its backendIPConfigurations")
+	}
+	if b := lbstore.WriteBody(&armnetwork.BackendAddressPool{Name: to.Ptr("x")}); b.Properties != nil || *b.Name != "x" {
+		t.Errorf("a pool without properties: %+v", b)
+	}
+}

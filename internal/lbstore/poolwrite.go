@@ -240,7 +240,7 @@ func (s *Store) putPool(ctx context.Context, lbName string, g *poolGroup, ifMatc
 	if ifMatch {
 		etag = ptr.Deref(g.pool.Etag, "")
 	}
-	out, err := s.pools.CreateOrUpdate(ctx, s.rg, lbName, g.name, *g.pool, etag)
+	out, err := s.pools.CreateOrUpdate(ctx, s.rg, lbName, g.name, writeBody(g.pool), etag)
 	if err == nil {
 		g.out = out
 		klog.FromContext(ctx).V(2).Info("Wrote backend pool", "loadBalancer", lbName, "pool", g.name,
@@ -257,6 +257,19 @@ func (s *Store) putPool(ctx context.Context, lbName string, g *poolGroup, ifMatc
 	default:
 		g.err = s.wrap("write", lbName, g.name, err)
 	}
+}
+
+// writeBody is the pool as sent: without its backendIPConfigurations, which
+// are read-only (ARM ignores them on a write) and which a NIC-based pool
+// carries one of per member, doubling the body for nothing.
+func writeBody(p *armnetwork.BackendAddressPool) armnetwork.BackendAddressPool {
+	body := *p
+	if p.Properties != nil && p.Properties.BackendIPConfigurations != nil {
+		props := *p.Properties
+		props.BackendIPConfigurations = nil
+		body.Properties = &props
+	}
+	return body
 }
 
 func entryCount(p *armnetwork.BackendAddressPool) int {

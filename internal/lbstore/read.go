@@ -172,12 +172,13 @@ const (
 )
 
 // PoolsWith returns every pool, on every managed load balancer, holding at
-// least one of the IP addresses, sorted. Load balancers are looked at in
-// parallel.
-func (s *Store) PoolsWith(ctx context.Context, ips []string, src Source) ([]PoolRef, error) {
-	want := make(map[string]bool, len(ips))
-	for _, ip := range ips {
-		want[backendpool.CanonicalIP(ip)] = true
+// least one of the keys, sorted: IP addresses of IP-based entries, or the
+// owners of NIC-based members (backendpool.EntryKey). Load balancers are
+// looked at in parallel.
+func (s *Store) PoolsWith(ctx context.Context, keys []string, src Source) ([]PoolRef, error) {
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[backendpool.CanonicalIP(k)] = true
 	}
 	lbs, err := s.Managed(ctx)
 	if err != nil {

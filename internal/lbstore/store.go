@@ -40,6 +40,17 @@ type Options struct {
 	Pools         azure.BackendPoolClient
 	// Clock drives the cache TTL and the wait metric. Default: the real clock.
 	Clock clock.PassiveClock
+	// Decoupler, when set, takes a load balancer's pools out of every scale
+	// set model, VM and network interface before the Store deletes it (ARM
+	// refuses while a scale set model lists one of its pools).
+	Decoupler Decoupler
+}
+
+// Decoupler detaches a load balancer's pools from the resources that list
+// them (scale set models, scale set VMs, network interfaces); scaleSetID
+// not empty: only that scale set's model.
+type Decoupler interface {
+	Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scaleSetID string) error
 }
 
 // Store reads and writes load balancers and backend pools; see the package
@@ -47,6 +58,7 @@ type Options struct {
 type Store struct {
 	lbs        azure.LoadBalancerClient
 	pools      azure.BackendPoolClient
+	decoupler  Decoupler
 	clock      clock.PassiveClock
 	rg         string
 	location   string
@@ -88,14 +100,15 @@ func New(o Options) (*Store, error) {
 		rg = cfg.ResourceGroup
 	}
 	s := &Store{
-		lbs:      o.LoadBalancers,
-		pools:    o.Pools,
-		clock:    clk,
-		rg:       rg,
-		location: cfg.Location,
-		cluster:  cfg.ClusterName,
-		cache:    newCache(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
-		wake:     make(chan struct{}, 1),
+		lbs:       o.LoadBalancers,
+		pools:     o.Pools,
+		decoupler: o.Decoupler,
+		clock:     clk,
+		rg:        rg,
+		location:  cfg.Location,
+		cluster:   cfg.ClusterName,
+		cache:     newCache(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
+		wake:      make(chan struct{}, 1),
 	}
 	var public []string
 	if cfg.UseMultipleStandardLoadBalancers() {
@@ -265,6 +278,13 @@ func (s *Store) wrap(op, lb, pool string, err error) error {
 	}
 	return fmt.Errorf("%s backend pool %s of load balancer %s/%s: %w", op, pool, s.rg, lb, err)
 }
+
+// ExternalChange tells the Store that a load balancer changed through
+// another resource: a NIC or scale set VM joined or left one of its pools
+// (ARM records NIC-based membership on the pool, with a new etag). The
+// cached copy is dropped and its generation moved, so the next read is
+// fresh and a read in flight cannot install the old state.
+func (s *Store) ExternalChange(name string) { s.cache.forget(name) }
 
 // Queued is the number of changes waiting for a round.
 func (s *Store) Queued() int {

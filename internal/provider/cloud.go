@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -17,19 +19,21 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/nicpool"
 )
 
 // ProviderName is the cloud provider name azlb registers (--cloud-provider).
 const ProviderName = "azure"
 
-// Cloud is the cloudprovider.Interface azlb registers. Only the
-// LoadBalancer part is implemented; Instances, Zones, Clusters and Routes
-// report unsupported, so the cloud node, node lifecycle and route
-// controllers of the framework stay idle. azlb's own controllers are
-// registered with the controller manager (cmd/azlb-controller-manager) and
-// reach the cloud through Config and Store.
+// Cloud is the cloudprovider.Interface azlb registers: LoadBalancer (the
+// Service reconcile) and InstancesV2 (node initialization and lifecycle
+// from the VMs' state). Instances, Zones, Clusters and Routes report
+// unsupported (the route controller stays idle). azlb's own controllers
+// are registered with the controller manager (cmd/azlb-controller-manager)
+// and reach the cloud through Config, Store and Inventory.
 type Cloud struct {
 	*Provider
 	Config  *config.Config
@@ -37,6 +41,9 @@ type Cloud struct {
 	// Store is the one reader and writer of load balancers and backend
 	// pools; Initialize starts its writer.
 	Store *lbstore.Store
+	// Inventory reads the VMs behind nodes.
+	Inventory *compute.Inventory
+	instances *Instances
 
 	// podLB, when set, is the LoadBalancer of pod-based load balancing
 	// (serviceGatewayEnabled) in place of the node-pool Provider.
@@ -70,16 +77,51 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	inv, err := NewInventory(cfg, clients)
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Options{Config: cfg, Clients: clients, Store: store})
+	dec := &storeDecoupler{}
+	// Pod-based load balancing puts no ip configuration in a pool, so its
+	// per-Service load balancers are deleted without the decoupling reads.
+	var decoupler lbstore.Decoupler = dec
+	if cfg.PodIPMode() {
+		decoupler = nil
+	}
+	store, err := lbstore.New(lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool, Decoupler: decoupler})
 	if err != nil {
 		return nil, err
 	}
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Inventory: inv, PutVMSSVMBatchSize: cfg.PutVMSSVMBatchSize})
+	if err != nil {
+		return nil, err
+	}
+	dec.w = p.nicPools
 	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
-	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store}, nil
+	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store, Inventory: inv, instances: NewInstances(inv, 0)}, nil
+}
+
+// storeDecoupler lets the store take a load balancer's pools out of scale
+// set models, VMs and NICs (the provider's NIC pool writer) before it
+// deletes the load balancer.
+type storeDecoupler struct{ w *nicpool.Writer }
+
+func (d *storeDecoupler) Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scaleSetID string) error {
+	if d.w == nil {
+		return nil
+	}
+	_, err := d.w.Decouple(ctx, lb, scaleSetID)
+	return err
+}
+
+// NewInventory builds the VM inventory of a configuration: the VM
+// resource group, listings kept vmCacheTTLInSeconds.
+func NewInventory(cfg *config.Config, clients *azure.Clients) (*compute.Inventory, error) {
+	return compute.New(compute.Options{
+		Clients:        compute.ClientsOf(clients),
+		SubscriptionID: cfg.SubscriptionID, ResourceGroup: cfg.ResourceGroup,
+		TTL: time.Duration(cfg.VMCacheTTLInSeconds) * time.Second,
+	})
 }
 
 // Initialize wires the Service event recorder and starts the store's
@@ -146,8 +188,11 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 // Instances is not supported.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
 
-// InstancesV2 is not supported.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
+// InstancesV2 is supported: the cloud node and cloud node lifecycle
+// controllers run on it.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	return c.instances, c.instances != nil
+}
 
 // Zones is not supported.
 func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }

@@ -1,8 +1,8 @@
-// Package provider implements cloudprovider.LoadBalancer (and the
-// cloudprovider.Interface registered as "azure"): the Service reconcile that
-// gives each LoadBalancer Service frontends, rules and probes on an Azure
-// Standard load balancer, and keeps the load balancer's node pools in line
-// with the cluster's nodes.
+// Package provider implements cloudprovider.LoadBalancer and
+// cloudprovider.InstancesV2 (and the cloudprovider.Interface registered as
+// "azure"): the Service reconcile that gives each LoadBalancer Service
+// frontends, rules and probes on an Azure Standard load balancer, and keeps
+// the load balancer's node pools in line with the cluster's nodes.
 //
 // Contract:
 //
@@ -24,6 +24,21 @@
 //     is dropped only when no rule references it.
 //   - UpdateLoadBalancer brings the Service's pool in line with the nodes;
 //     an unchanged node set costs no ARM call (the store checks its cache).
+//   - Cluster pools are NIC-based by default (loadBalancerBackendPoolConfigurationType
+//     nodeIPConfiguration, single load balancer mode): after the load
+//     balancer write, the nodes' ip configurations join through their scale
+//     set models and VMs or NICs (internal/nicpool), stopped VMs and bad
+//     input (no providerID, another resource group, a scale set being
+//     deleted) left out with a Warning event; members of excluded nodes
+//     leave unless the pool would be empty; each member's entry then gets
+//     the admin state its node's taints call for, every other entry echoed
+//     unchanged. Deleting a load balancer decouples its pools first. With
+//     nodeIP, a pool still holding NIC-based members is decoupled before its
+//     IP entries are written, and with nodeIPConfiguration a pool's IP
+//     entries are dropped first.
+//   - Instances (cloudprovider.InstancesV2) answers the cloud node and cloud
+//     node lifecycle controllers from the compute Inventory: a node's VM,
+//     its existence and power state, with bounded cached listings.
 //   - Pool entries follow backendpool.Policy, with taints read from the node
 //     lister at write time, so a pool rewrite never puts None back over a
 //     Down the admin-state controller set.
@@ -32,6 +47,7 @@
 //   - Bad annotations are Warning events (InvalidLoadBalancerAnnotation)
 //     and errors; nothing is written for such a Service.
 //
-// Operator documentation: docs/load-balancers.md and
-// docs/multiple-load-balancers.md.
+// Operator documentation: docs/load-balancers.md,
+// docs/multiple-load-balancers.md, docs/nic-pools.md and
+// docs/node-lifecycle.md.
 package provider

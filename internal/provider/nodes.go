@@ -94,11 +94,19 @@ func vmSetOf(n *v1.Node) string {
 }
 
 // reconcilePools makes the cluster pools (one per family) of the load
-// balancer hold exactly its nodes' InternalIPs, each with the admin state
-// the node's taints call for.
+// balancer hold exactly its nodes: their InternalIPs (IP-based pools, after
+// any NIC-based members left), or their VMs' ip configurations (NIC-based
+// pools, reconcileNICPools), each with the admin state the node's taints
+// call for.
 func (p *Provider) reconcilePools(ctx context.Context, caller, lbName string, nodes []*v1.Node, families []v1.IPFamily) error {
+	if p.policy.NICBased {
+		return p.reconcileNICPools(ctx, caller, lbName, p.nodesForLB(lbName, nodes), families)
+	}
 	if p.policy.VNetID == "" {
 		return fmt.Errorf("load balancer %s: vnetName must be set in azure.json for IP-based (nodeIP) backend pools", lbName)
+	}
+	if err := p.leaveNICPools(ctx, lbName, families); err != nil {
+		return err
 	}
 	return p.syncPools(ctx, caller, lbName, p.nodesForLB(lbName, nodes), families, func(f v1.IPFamily) string {
 		return names.ClusterPool(p.clusterName(), f)

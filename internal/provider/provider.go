@@ -16,9 +16,11 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/nicpool"
 	"github.com/azlb/azlb/internal/placement"
 )
 
@@ -57,6 +59,13 @@ type Options struct {
 	// informer has synced. nil: Local Services use the cluster pool.
 	EndpointSlices discoverylisters.EndpointSliceLister
 	SlicesSynced   func() bool
+	// Inventory reads the VMs behind nodes, and the clients of Clients
+	// write their membership (NIC-based pools). nil: only IP-based pools
+	// work.
+	Inventory *compute.Inventory
+	// PutVMSSVMBatchSize is how many VMs of an aks-managed-coordination
+	// scale set join a NIC-based pool at once.
+	PutVMSSVMBatchSize int
 }
 
 // Provider implements cloudprovider.LoadBalancer for Azure Standard Load
@@ -73,6 +82,9 @@ type Provider struct {
 	clock    clock.PassiveClock
 	placer   *placement.Placer // nil in single load balancer mode
 	state    *placement.State
+
+	inventory *compute.Inventory
+	nicPools  *nicpool.Writer
 
 	namespaces   corelisters.NamespaceLister
 	nodes        corelisters.NodeLister // nil: trust the nodes passed in
@@ -112,6 +124,14 @@ func New(opts Options) (*Provider, error) {
 		nodes:        opts.Nodes,
 		slices:       opts.EndpointSlices,
 		slicesSynced: opts.SlicesSynced,
+	}
+	if opts.Inventory != nil {
+		w, err := nicpool.New(nicpool.Options{Inventory: opts.Inventory, ScaleSets: opts.Clients.ScaleSet, ScaleSetVMs: opts.Clients.ScaleSetVM,
+			Interfaces: opts.Clients.Interface, ResourceGroup: cfg.ResourceGroup, BatchSize: opts.PutVMSSVMBatchSize, Recorder: eventSink{p}})
+		if err != nil {
+			return nil, fmt.Errorf("provider: %w", err)
+		}
+		p.inventory, p.nicPools = opts.Inventory, w
 	}
 	if cfg.UseMultipleStandardLoadBalancers() {
 		placer, err := placement.New(cfg.MultipleStandardLoadBalancerConfigurations, cfg.DefaultLoadBalancerName())

@@ -26,7 +26,6 @@ import (
 
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
-	"github.com/azlb/azlb/internal/names"
 )
 
 // Options of Up.
@@ -45,15 +44,10 @@ type Options struct {
 	SecurePort int
 	// Out receives progress lines.
 	Out io.Writer
-	// Variant selects the demo: "" (two Standard load balancers with node
-	// pools) or VariantContainer (pod-based load balancing).
+	// Variant selects the demo: VariantMulti ("" too), VariantNIC or
+	// VariantContainer.
 	Variant string
 }
-
-// VariantContainer is the pod-based (Container Load Balancer) sandbox: a
-// service gateway, Services with their own load balancers, pods registered
-// under their nodes.
-const VariantContainer = "container"
 
 // Files the sandbox writes under Dir.
 const (
@@ -66,8 +60,8 @@ const (
 // demo Service has its ingress IP.
 func Up(ctx context.Context, o Options) error {
 	start := time.Now()
-	if o.Variant != "" && o.Variant != VariantContainer {
-		return fmt.Errorf("unknown sandbox variant %q (known: %q)", o.Variant, VariantContainer)
+	if !knownVariant(o.Variant) {
+		return fmt.Errorf("unknown sandbox variant %q (known: %s, %s, %s)", o.Variant, VariantMulti, VariantNIC, VariantContainer)
 	}
 	if running(o.Dir) {
 		return fmt.Errorf("a sandbox is already running in %s: stop it with 'make sandbox-down'", o.Dir)
@@ -127,51 +121,37 @@ func Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	azureJSON := filepath.Join(o.Dir, AzureJSONFile)
-	config := AzureJSON(url, caFile)
-	if o.Variant == VariantContainer {
-		config = ContainerAzureJSON(url, caFile)
-		if err := env.SeedServiceGateway(ctx); err != nil {
-			return err
-		}
-		step("seeded service gateway %s with its outbound default %s", names.ServiceGateway, names.DefaultOutboundService)
-	}
-	if err := os.WriteFile(azureJSON, config, 0o600); err != nil {
+	v := &variantRun{o: o, env: env, logs: logs, step: step}
+	azureJSON, err := v.seed(ctx, url, caFile, kube.AdminKubeconfig)
+	if err != nil {
 		return err
 	}
-	step("seeded resource group %s, virtual network %s; wrote %s", env.Config.ResourceGroup, env.Config.VnetName, azureJSON)
 	if err := devenv.ApplyFile(ctx, cs, o.RBACFile); err != nil {
 		return err
 	}
 	kc := kube.ControllerKubeconfig
 	if err := startDetached(o.Dir, "azlb-controller-manager", filepath.Join(logs, "controller.log"), filepath.Join(o.BinDir, "azlb-controller-manager"),
 		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--leader-elect=false", "--use-service-account-credentials", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)), "--v=2"); err != nil {
+		"--leader-elect=false", "--use-service-account-credentials", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)),
+		"--node-monitor-period=2s", "--v=2"); err != nil {
 		return err
 	}
 	step("azlb-controller-manager started (the manager as ServiceAccount kube-system/azlb-controller-manager, each controller as its own)")
 
 	// 4. The demo cluster.
-	if o.Variant == VariantContainer {
-		if err := createContainerDemo(ctx, cs); err != nil {
-			return err
-		}
-	} else if err := createDemo(ctx, cs); err != nil {
+	services, err := v.demo(ctx, cs)
+	if err != nil {
 		return err
 	}
-	for _, name := range []string{"web", "api"} {
+	for _, name := range services {
 		ip, err := waitIngress(ctx, cs, DemoNamespace, name)
 		if err != nil {
 			return fmt.Errorf("service %s/%s got no ingress IP (see %s): %w", DemoNamespace, name, filepath.Join(logs, "controller.log"), err)
 		}
 		step("service %s/%s has ingress IP %s", DemoNamespace, name, ip)
 	}
-	if o.Variant == VariantContainer {
-		n, err := waitGatewayAddresses(ctx, env, containerDemoPods)
-		if err != nil {
-			return fmt.Errorf("the pods did not reach the service gateway (see %s): %w", filepath.Join(logs, "controller.log"), err)
-		}
-		step("service gateway holds the %d demo pods", n)
+	if err := v.ready(ctx); err != nil {
+		return err
 	}
 	step("sandbox ready")
 	return nil
@@ -179,13 +159,14 @@ func Up(ctx context.Context, o Options) error {
 
 // Down stops every process Up started and leaves the files in place.
 func Down(dir string) {
+	devenv.StopPIDFile(filepath.Join(dir, "azlb-node-agent.pid"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-controller-manager.pid"))
 	devenv.StopDetached(filepath.Join(dir, "kube"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))
 }
 
 func running(dir string) bool {
-	for _, f := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", filepath.Join("kube", "kube-apiserver.pid")} {
+	for _, f := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid")} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			continue

@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/azlb/azlb/internal/config"
@@ -46,5 +49,28 @@ func TestContainerAzureJSONIsAValidConfig(t *testing.T) {
 	}
 	if !cfg.PodIPMode() || cfg.UseMultipleStandardLoadBalancers() {
 		t.Fatalf("not pod-based: %s", cfg)
+	}
+}
+
+// The NIC demo's azure.json selects NIC-based pools on one load balancer.
+func TestNICAzureJSONIsAValidConfig(t *testing.T) {
+	cfg, err := config.Load(bytes.NewReader(NICAzureJSON("https://127.0.0.1:1234", writeCA(t, t.TempDir()))))
+	if err != nil {
+		t.Fatalf("NIC sandbox azure.json does not load: %v", err)
+	}
+	if cfg.LoadBalancerBackendPoolConfigurationType != config.BackendPoolNodeIPConfiguration || cfg.PodIPMode() || cfg.UseMultipleStandardLoadBalancers() {
+		t.Fatalf("not NIC-based on one load balancer: %s", cfg)
+	}
+}
+
+// An unknown variant is refused before anything starts.
+func TestUpRefusesUnknownVariant(t *testing.T) {
+	dir := t.TempDir()
+	err := Up(context.Background(), Options{Dir: dir, Variant: "nics", Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), `unknown sandbox variant "nics"`) {
+		t.Fatalf("got %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Up wrote %d entries for an unknown variant", len(entries))
 	}
 }

@@ -35,6 +35,9 @@ type Snapshot struct {
 	Services map[string]string
 	// Nodes maps node names to nodes, for taints; may be empty.
 	Nodes map[string]*v1.Node
+	// Owners maps the owners of NIC-based members (backendpool.EntryKey:
+	// a scale set VM's or a NIC's lower-cased id) to node names.
+	Owners map[string]string
 	// Gateway is the service gateway's content (pod-based load
 	// balancing); nil otherwise.
 	Gateway *Gateway
@@ -51,7 +54,8 @@ func Collect(ctx context.Context, clients *azure.Clients, lbResourceGroup, pipRe
 	if err != nil {
 		return nil, fmt.Errorf("list public IPs in %s: %w", pipResourceGroup, err)
 	}
-	s := &Snapshot{LoadBalancers: lbs, PublicIPs: map[string]string{}, Services: map[string]string{}, Nodes: map[string]*v1.Node{}}
+	s := &Snapshot{LoadBalancers: lbs, PublicIPs: map[string]string{}, Services: map[string]string{}, Nodes: map[string]*v1.Node{},
+		Owners: map[string]string{}}
 	for _, p := range pips {
 		if p.ID != nil && p.Properties != nil && p.Properties.IPAddress != nil {
 			s.PublicIPs[strings.ToLower(*p.ID)] = *p.Properties.IPAddress
@@ -75,9 +79,36 @@ func Collect(ctx context.Context, clients *azure.Clients, lbResourceGroup, pipRe
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	for i := range nodes.Items {
-		s.Nodes[nodes.Items[i].Name] = &nodes.Items[i]
+		n := &nodes.Items[i]
+		s.Nodes[n.Name] = n
+		for _, k := range ownerKeys(ctx, clients, n) {
+			s.Owners[k] = n.Name
+		}
 	}
 	return s, nil
+}
+
+// ownerKeys are the owners of a node's NIC-based members: its scale set
+// VM, or its VM's network interfaces (a VM read).
+func ownerKeys(ctx context.Context, clients *azure.Clients, n *v1.Node) []string {
+	ref, err := names.ParseProviderID(n.Spec.ProviderID)
+	if err != nil {
+		return nil
+	}
+	if ref.Kind == names.ScaleSetVM {
+		return []string{strings.ToLower(ref.ID())}
+	}
+	vm, err := clients.VM.Get(ctx, ref.ResourceGroup, ref.Name)
+	if err != nil || vm.Properties == nil || vm.Properties.NetworkProfile == nil {
+		return nil
+	}
+	var out []string
+	for _, nic := range vm.Properties.NetworkProfile.NetworkInterfaces {
+		if nic != nil && nic.ID != nil {
+			out = append(out, strings.ToLower(*nic.ID))
+		}
+	}
+	return out
 }
 
 // Render writes the snapshot as indented tables.
@@ -113,19 +144,23 @@ func Render(w io.Writer, s *Snapshot) error {
 				fmt.Fprintf(tw, "  POOL %s\tpods: see SERVICE GATEWAY\n", str(pool.Name))
 				continue
 			}
-			fmt.Fprintf(tw, "  POOL %s\t%d backends\n", str(pool.Name), len(addrs))
+			kind := ""
+			if slices.ContainsFunc(addrs, backendpool.IsNICEntry) {
+				kind = " (NIC-based: members are VM ip configurations)"
+			}
+			fmt.Fprintf(tw, "  POOL %s\t%d backends%s\n", str(pool.Name), len(addrs), kind)
 			if len(addrs) > 0 {
-				fmt.Fprintln(tw, "    BACKEND\tIP\tADMIN STATE\tNODE TAINTS")
+				fmt.Fprintln(tw, "    BACKEND\tIP\tADMIN STATE\tNODE TAINTS\tMEMBER")
 			}
 			for _, a := range addrs {
-				ip, state := "", "None"
+				name, ip, member := str(a.Name), "", "ip"
 				if a.Properties != nil {
 					ip = str(a.Properties.IPAddress)
-					if a.Properties.AdminState != nil && *a.Properties.AdminState != "" {
-						state = string(*a.Properties.AdminState)
-					}
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", str(a.Name), ip, state, s.reasons(str(a.Name)))
+				if backendpool.IsNICEntry(a) {
+					name, ip, member = s.nicMember(a)
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", name, cmp.Or(ip, "-"), string(backendpool.AdminStateOf(a)), s.reasons(name), member)
 			}
 		}
 		fmt.Fprintln(tw)
@@ -152,6 +187,21 @@ func (s *Snapshot) address(fe *armnetwork.FrontendIPConfiguration) string {
 func (s *Snapshot) service(frontend string) string {
 	base := strings.ToLower(strings.TrimSuffix(frontend, "-IPv6"))
 	return cmp.Or(s.Services[base], "-")
+}
+
+// nicMember names a NIC-derived entry by its node (when known) and shows
+// the node's address and the ip configuration.
+func (s *Snapshot) nicMember(a *armnetwork.LoadBalancerBackendAddress) (name, ip, member string) {
+	cfg := str(a.Properties.NetworkInterfaceIPConfiguration.ID)
+	member = "nic:" + lastSegment(strings.TrimSuffix(cfg[:max(0, strings.LastIndex(strings.ToLower(cfg), "/ipconfigurations/"))], "/")) + "/" + lastSegment(cfg)
+	node, ok := s.Owners[backendpool.EntryKey(a)]
+	if !ok {
+		return str(a.Name), "", member
+	}
+	if n := s.Nodes[node]; n != nil {
+		ip = backendpool.NodeInternalIP(n, v1.IPv4Protocol)
+	}
+	return node, ip, member
 }
 
 func (s *Snapshot) reasons(node string) string {

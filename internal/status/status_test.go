@@ -77,6 +77,55 @@ func TestRenderEmpty(t *testing.T) {
 	}
 }
 
+// TestRenderShowsNICMembersByNode: NIC-derived entries are shown under the
+// name of the node whose VM owns them (when known), with the node's address
+// and the NIC ip configuration; an entry whose owner is unknown keeps its
+// ARM name.
+func TestRenderShowsNICMembersByNode(t *testing.T) {
+	vm := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/pool1/virtualMachines/3"
+	nic := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/as-0-nic"
+	entry := func(name, cfg string, st armnetwork.LoadBalancerBackendAddressAdminState) *armnetwork.LoadBalancerBackendAddress {
+		return &armnetwork.LoadBalancerBackendAddress{Name: to.Ptr(name), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+			NetworkInterfaceIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(cfg)}, AdminState: to.Ptr(st)}}
+	}
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes"), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
+				entry("rg_pool1_3_nicipconfig1", vm+"/networkInterfaces/nic/ipConfigurations/ipconfig1", armnetwork.LoadBalancerBackendAddressAdminStateDown),
+				entry("rg_as-0-nicipconfig1", nic+"/ipConfigurations/ipconfig1", armnetwork.LoadBalancerBackendAddressAdminStateNone),
+				entry("rg_stray-nicipconfig1", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/stray-nic/ipConfigurations/ipconfig1", armnetwork.LoadBalancerBackendAddressAdminStateNone),
+			}}}}}}
+	node := func(name, ip string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	}
+	snap := &Snapshot{LoadBalancers: []*armnetwork.LoadBalancer{lb},
+		Nodes:  map[string]*v1.Node{"vmss-3": node("vmss-3", "10.240.0.7"), "as-0": node("as-0", "10.240.1.4")},
+		Owners: map[string]string{strings.ToLower(vm): "vmss-3", strings.ToLower(nic): "as-0"}}
+	var buf bytes.Buffer
+	if err := Render(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "NIC-based") {
+		t.Errorf("pool line does not say it is NIC-based:\n%s", out)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 5 {
+			rows[f[0]] = f
+		}
+	}
+	for name, want := range map[string][]string{
+		"vmss-3":                {"vmss-3", "10.240.0.7", "Down", "-", "nic:nic/ipconfig1"},
+		"as-0":                  {"as-0", "10.240.1.4", "None", "-", "nic:as-0-nic/ipconfig1"},
+		"rg_stray-nicipconfig1": {"rg_stray-nicipconfig1", "-", "None", "-", "nic:stray-nic/ipconfig1"},
+	} {
+		if strings.Join(rows[name], " ") != strings.Join(want, " ") {
+			t.Errorf("row %s = %v, want %v\n%s", name, rows[name], want, out)
+		}
+	}
+}
+
 // Pod-based load balancing: the per-Service load balancer names its
 // Service, and the gateway's pods are listed per node location.
 func TestRenderServiceGateway(t *testing.T) {

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/clock"
+
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
@@ -33,14 +36,15 @@ func StartStore(t testing.TB, o lbstore.Options) *lbstore.Store {
 }
 
 // FakeConfig is a valid azure.json for FakeARM: resource group FakeRG,
-// cluster and default load balancer "kubernetes", a virtual network, and the
-// load balancer cache on. mutate, when set, edits it before defaults and
+// cluster and default load balancer "kubernetes", a virtual network, IP-based
+// (nodeIP) pools, and the load balancer cache on. mutate, when set, edits it before defaults and
 // validation.
 func FakeConfig(t testing.TB, mutate func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg, err := config.Load(strings.NewReader(`{"cloud": "AzurePublicCloud", "tenantId": "t", "subscriptionId": "sub",
 		"resourceGroup": "` + FakeRG + `", "location": "eastus", "clusterName": "kubernetes", "vnetName": "vnet",
-		"subnetName": "subnet", "loadBalancerSku": "standard", "aadClientId": "client", "aadClientSecret": "secret"}`))
+		"subnetName": "subnet", "loadBalancerSku": "standard", "loadBalancerBackendPoolConfigurationType": "nodeIP",
+		"aadClientId": "client", "aadClientSecret": "secret"}`))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -75,4 +79,16 @@ func Clients(t testing.TB, env *devenv.Env, o azure.ClientOptions) *azure.Client
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// Inventory is a VM inventory of the emulated cluster (devenv's
+// subscription and resource group) reading through clients; clk nil means
+// the real clock.
+func Inventory(t testing.TB, clients compute.Clients, clk clock.PassiveClock) *compute.Inventory {
+	t.Helper()
+	inv, err := compute.New(compute.Options{Clients: clients, SubscriptionID: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Clock: clk})
+	if err != nil {
+		t.Fatalf("compute.New: %v", err)
+	}
+	return inv
 }

@@ -137,7 +137,7 @@ func TestDeploymentDefaults(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--cloud-config=/etc/azlb/azure.json",
-		"--controllers=service-lb-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway",
+		"--controllers=service-lb-controller,cloud-node-controller,cloud-node-lifecycle-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway",
 		"--use-service-account-credentials",
 		"--leader-elect=true",
 		"--leader-elect-resource-name=azlb-controller-manager",
@@ -202,8 +202,9 @@ func volume(t *testing.T, pod corev1.PodSpec, name string) corev1.Volume {
 // controllerSAs are the client identities of the default controllers and
 // of the cloud provider.
 var controllerSAs = []string{
-	"azlb-admin-state-controller", "azlb-cloud-provider", "azlb-local-service-controller",
-	"azlb-service-controller", "azlb-service-gateway-controller", "azlb-spot-eviction-controller",
+	"azlb-admin-state-controller", "azlb-cloud-node-controller", "azlb-cloud-node-lifecycle-controller",
+	"azlb-cloud-provider", "azlb-local-service-controller", "azlb-service-controller", "azlb-service-gateway-controller",
+	"azlb-spot-eviction-controller",
 }
 
 func TestRBACIsPerIdentityAndLeastPrivilege(t *testing.T) {
@@ -260,6 +261,13 @@ func TestRBACIsPerIdentityAndLeastPrivilege(t *testing.T) {
 	}
 	if !allows(roles["azlb-spot-eviction-controller"].Rules, "", "nodes", "patch") || !allows(roles["azlb-spot-eviction-controller"].Rules, "", "events", "watch") {
 		t.Error("spot-eviction controller: want node patch and event watch")
+	}
+	cn, cnl := roles["azlb-cloud-node-controller"].Rules, roles["azlb-cloud-node-lifecycle-controller"].Rules
+	if !allows(cn, "", "nodes", "update") || !allows(cn, "", "nodes/status", "patch") || allows(cn, "", "nodes", "delete") {
+		t.Error("cloud node controller: want node update and status patch, and no node deletion")
+	}
+	if !allows(cnl, "", "nodes", "patch") || !allows(cnl, "", "nodes", "delete") || allows(cnl, "", "nodes", "update") || allows(cnl, "", "nodes/status", "patch") {
+		t.Error("cloud node lifecycle controller: want node patch (taint) and delete, nothing else on nodes")
 	}
 	if gw := roles["azlb-service-gateway-controller"].Rules; !allows(gw, "", "services", "update") || !allows(gw, "", "services/status", "patch") ||
 		allows(gw, "", "services", "delete") || allows(gw, "", "nodes", "patch") {

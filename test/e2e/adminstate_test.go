@@ -87,5 +87,10 @@ func TestAdminStateFollowsTaints(t *testing.T) {
 
 	setTaints(t, "adm-n1")
 	wantState("adm-n1", "None")
+	// Leave nothing behind: a later test's controller (with another
+	// configuration) would otherwise finish this Service's deletion.
 	deleteService(t, ns, "web")
+	eventually(t, 30*time.Second, "load balancer deleted", func(context.Context) (bool, error) {
+		return getLB(t, lbName) == nil, nil
+	})
 }

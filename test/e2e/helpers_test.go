@@ -67,10 +67,10 @@ func writeConfigFor(t *testing.T, env *devenv.Env, extra map[string]any) string 
 
 // startController runs the controller with the chart's arguments, as the
 // chart's identities: the manager as the azlb-controller-manager
-// ServiceAccount, each controller as its own. The test's flags follow and
-// win (the pod's IP is loopback here). It is stopped (SIGTERM) when the test
-// ends, unless the test killed it.
-func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *controller {
+// ServiceAccount, each controller as its own. The test's flags (then extra)
+// follow and win (the pod's IP is loopback here). It is stopped (SIGTERM)
+// when the test ends, unless the test killed it.
+func startController(t *testing.T, name, cloudConfig string, leaderElect bool, extra ...string) *controller {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -82,7 +82,7 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 		t.Fatal(err)
 	}
 	kc := suite.kube.ControllerKubeconfig
-	args := make([]string, 0, len(suite.chartArgs)+12)
+	args := make([]string, 0, len(suite.chartArgs)+12+len(extra))
 	for _, a := range suite.chartArgs {
 		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", "127.0.0.1"))
 	}
@@ -94,6 +94,7 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool) *
 		"--secure-port", strconv.Itoa(port),
 		"--v=2",
 	)
+	args = append(args, extra...)
 	cmd := exec.Command(suite.ccmBinary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

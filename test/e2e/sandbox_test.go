@@ -17,34 +17,61 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/sandbox"
 	"github.com/azlb/azlb/internal/status"
 )
 
-// The README's first command: everything starts, the demo Services get
-// their IPs, azlb status shows both load balancers and the Local Service's
-// dedicated pool, a taint shows as Down, and Down stops every process.
-func TestSandboxUpStatusDown(t *testing.T) {
-	ctx := context.Background()
-	bin := sandboxBinDir(t)
+// sandboxBinDir is a bin directory for the sandbox: its own binaries
+// (emulator and CLI, which runs the NIC demo's node agent) built, the
+// controller under test and the Kubernetes binaries linked.
+func sandboxBinDir(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/azlb-emulator", "./cmd/azlb")
+	build.Dir = suite.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build emulator and CLI: %v\n%s", err, out)
+	}
+	for name, from := range map[string]string{
+		"azlb-controller-manager": suite.ccmBinary,
+		"kube-apiserver":          filepath.Join(suite.root, "bin", "kube-apiserver"),
+		"etcd":                    filepath.Join(suite.root, "bin", "etcd"),
+	} {
+		if err := os.Symlink(from, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// upSandbox starts a sandbox variant (sandbox.Variant*, "" for the
+// default); it is stopped when the test ends.
+func upSandbox(t *testing.T, variant string) (sandbox.Options, *bytes.Buffer) {
+	t.Helper()
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), ".sandbox")
 	var out bytes.Buffer
-	opts := sandbox.Options{Dir: dir, BinDir: bin, RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Out: &out}
-	defer sandbox.Down(dir)
-	if err := sandbox.Up(ctx, opts); err != nil {
+	opts := sandbox.Options{Dir: dir, BinDir: sandboxBinDir(t), RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Variant: variant, Out: &out}
+	t.Cleanup(func() { sandbox.Down(dir) })
+	if err := sandbox.Up(context.Background(), opts); err != nil {
 		t.Fatalf("sandbox up: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "sandbox ready") {
-		t.Fatalf("no readiness line:\n%s", out.String())
-	}
-	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
-		t.Fatalf("a second sandbox up in the same directory: %v", err)
-	}
+	return opts, &out
+}
 
+// sandboxClients are ARM and Kubernetes clients for a running sandbox, and
+// a renderer of its azlb status (with the service gateway in pod-based
+// mode, as the CLI shows it).
+func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interface, func() string) {
+	t.Helper()
+	ctx := context.Background()
 	cfg, err := config.LoadFile(filepath.Join(dir, sandbox.AzureJSONFile))
 	if err != nil {
 		t.Fatalf("the sandbox's azure.json: %v", err)
@@ -53,7 +80,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer clients.Close()
+	t.Cleanup(clients.Close)
 	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, sandbox.KubeconfigFile))
 	if err != nil {
 		t.Fatal(err)
@@ -64,12 +91,35 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if cfg.PodIPMode() {
+			if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var b bytes.Buffer
 		if err := status.Render(&b, snap); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()
 	}
+	return clients, cs, render
+}
+
+// The README's first command: everything starts, the demo Services get
+// their IPs, azlb status shows both load balancers and the Local Service's
+// dedicated pool, a taint shows as Down, and Down stops every process.
+func TestSandboxUpStatusDown(t *testing.T) {
+	ctx := context.Background()
+	opts, out := upSandbox(t, "")
+	dir := opts.Dir
+	if !strings.Contains(out.String(), "sandbox ready") {
+		t.Fatalf("no readiness line:\n%s", out.String())
+	}
+	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("a second sandbox up in the same directory: %v", err)
+	}
+
+	_, cs, render := sandboxClients(t, dir)
 	first := render()
 	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
@@ -108,31 +158,6 @@ func checkSandboxRaces(t *testing.T, dir string) {
 	}
 }
 
-// sandboxBinDir is a bin directory for the sandbox: the emulator built, the
-// controller under test and the Kubernetes binaries linked.
-func sandboxBinDir(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "azlb-emulator"), "./cmd/azlb-emulator")
-	build.Dir = suite.root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build emulator: %v\n%s", err, out)
-	}
-	for name, from := range map[string]string{
-		"azlb-controller-manager": suite.ccmBinary,
-		"kube-apiserver":          filepath.Join(suite.root, "bin", "kube-apiserver"),
-		"etcd":                    filepath.Join(suite.root, "bin", "etcd"),
-	} {
-		if err := os.Symlink(from, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return bin
-}
-
 // setTaintsWith puts one NoExecute taint on a node of another cluster.
 func setTaintsWith(t *testing.T, cs kubernetes.Interface, node, key string) {
 	t.Helper()
@@ -145,4 +170,64 @@ func setTaintsWith(t *testing.T, cs kubernetes.Interface, node, key string) {
 	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The NIC demo: the emulated VMs are members of the NIC-based pool, azlb
+// status shows them by node with their admin state, and an ARM deallocate
+// of one shows it Down until it is started again.
+func TestSandboxNICDemo(t *testing.T) {
+	ctx := context.Background()
+	opts, out := upSandbox(t, sandbox.VariantNIC)
+	if !strings.Contains(out.String(), "the 5 VMs are members of the NIC-based pool") {
+		t.Fatalf("no membership line:\n%s", out.String())
+	}
+	clients, _, render := sandboxClients(t, opts.Dir)
+	first := render()
+	for _, want := range []string{"POOL kubernetes", "NIC-based", "aks-nic-000001", "aks-as-0", "nic:aks-as-0-nic/ipconfig1"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("status lacks %q:\n%s", want, first)
+		}
+	}
+	stateOf := func(node string) string {
+		for _, line := range strings.Split(render(), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && f[0] == node {
+				return f[2]
+			}
+		}
+		return ""
+	}
+	cfg, err := config.LoadFile(filepath.Join(opts.Dir, sandbox.AzureJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := devenv.NewCompute(clients, cfg.SubscriptionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := sandbox.ReadNodes(filepath.Join(opts.Dir, sandbox.NodesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Name != "aks-nic-000001" {
+			continue
+		}
+		if err := cmp.PowerAction(ctx, n.ProviderID, devenv.ActionDeallocate); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "aks-nic-000001 Down in azlb status", func(context.Context) (bool, error) {
+			return stateOf("aks-nic-000001") == "Down", nil
+		})
+		if err := cmp.PowerAction(ctx, n.ProviderID, devenv.ActionStart); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "aks-nic-000001 None in azlb status", func(context.Context) (bool, error) {
+			return stateOf("aks-nic-000001") == "None", nil
+		})
+	}
+	sandbox.Down(opts.Dir)
+	if _, err := os.Stat(filepath.Join(opts.Dir, "azlb-node-agent.pid")); err == nil {
+		t.Error("the node agent is left running after Down")
+	}
+	checkSandboxRaces(t, opts.Dir)
 }

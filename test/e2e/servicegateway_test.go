@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,16 +11,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/azlb/azlb/internal/azure"
-	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/sandbox"
-	"github.com/azlb/azlb/internal/status"
 )
 
 // podIPConfig is azure.json for pod-based load balancing.
@@ -200,52 +193,18 @@ func TestPodBasedLoadBalancing(t *testing.T) {
 // make sandbox SANDBOX=container: the pod-based demo comes up and azlb
 // status shows each Service's load balancer and the pods per node location.
 func TestContainerSandbox(t *testing.T) {
-	ctx := context.Background()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), ".sandbox")
-	var out bytes.Buffer
-	opts := sandbox.Options{Dir: dir, BinDir: sandboxBinDir(t), RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"),
-		SecurePort: port, Out: &out, Variant: sandbox.VariantContainer}
-	defer sandbox.Down(dir)
-	if err := sandbox.Up(ctx, opts); err != nil {
-		t.Fatalf("sandbox up: %v\n%s", err, out.String())
-	}
+	opts, out := upSandbox(t, sandbox.VariantContainer)
 	if !strings.Contains(out.String(), "service gateway holds the 5 demo pods") {
 		t.Errorf("no gateway line:\n%s", out.String())
 	}
-	cfg, err := config.LoadFile(filepath.Join(dir, sandbox.AzureJSONFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "e2e-sandbox"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer clients.Close()
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, sandbox.KubeconfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := status.Collect(ctx, clients, cfg.ResourceGroup, cfg.ResourceGroup, kubernetes.NewForConfigOrDie(rc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := status.Render(&b, snap); err != nil {
-		t.Fatal(err)
-	}
+	_, _, render := sandboxClients(t, opts.Dir)
+	got := render()
 	for _, want := range []string{"(demo/web)", "(demo/api)", "SERVICE GATEWAY servicegateway", "3 locations, 5 addresses",
 		"node aks-nodepool1-0", "10.244.0.10", "default-natgw"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("status lacks %q:\n%s", want, b.String())
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
 		}
 	}
-	sandbox.Down(dir)
-	checkSandboxRaces(t, dir)
+	sandbox.Down(opts.Dir)
+	checkSandboxRaces(t, opts.Dir)
 }

@@ -8,6 +8,12 @@ var KnownDivergences = map[string]Options{
 	// (first PUTs answered 200; the engine seeds them) and whose group an
 	// Azure Policy had tagged ("tags":{"Created":...}).
 	"natgatewayclient.yaml": {Ignore: map[int][]string{0: {"tags"}}},
+	// Recorded in a subscription whose Azure Policy tags new resource
+	// groups with createdAt.
+	"virtualmachinescalesetclient.yaml":   {Ignore: map[int][]string{0: {"tags"}}},
+	"virtualmachinescalesetvmclient.yaml": {Ignore: map[int][]string{0: {"tags"}}},
+	"virtualmachineclient.yaml":           {Ignore: map[int][]string{0: {"tags"}}},
+	"availabilitysetclient.yaml":          {Ignore: map[int][]string{0: {"tags"}}},
 	// Created its resource group, which an Azure Policy tagged
 	// ("tags":{"Created":...}). Its #3, the final GET of a virtual network
 	// after the PUT that created it, lacks the ETag header that the very

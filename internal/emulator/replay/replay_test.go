@@ -48,25 +48,26 @@ func recordingsDir(t *testing.T) string {
 
 // covered lists the cassettes the emulator must replay.
 var covered = map[string]bool{
-	"loadbalancerclient.yaml":       true,
-	"backendaddresspoolclient.yaml": true,
-	"publicipaddressclient.yaml":    true,
-	"resourcegroupclient.yaml":      true,
-	"virtualnetworkclient.yaml":     true,
-	"subnetclient.yaml":             true,
-	"securitygroupclient.yaml":      true,
-	"publicipprefixclient.yaml":     true,
-	"interfaceclient.yaml":          true,
-	"natgatewayclient.yaml":         true,
-	"servicegatewayclient.yaml":     true,
+	"loadbalancerclient.yaml":             true,
+	"backendaddresspoolclient.yaml":       true,
+	"publicipaddressclient.yaml":          true,
+	"resourcegroupclient.yaml":            true,
+	"virtualnetworkclient.yaml":           true,
+	"subnetclient.yaml":                   true,
+	"securitygroupclient.yaml":            true,
+	"publicipprefixclient.yaml":           true,
+	"interfaceclient.yaml":                true,
+	"natgatewayclient.yaml":               true,
+	"virtualmachinescalesetclient.yaml":   true,
+	"virtualmachinescalesetvmclient.yaml": true,
+	"virtualmachineclient.yaml":           true,
+	"availabilitysetclient.yaml":          true,
+	"servicegatewayclient.yaml":           true,
 }
 
 // notCovered lists cassettes the emulator deliberately does not serve.
 var notCovered = map[string]string{
-	"virtualmachinescalesetclient.yaml":   "Microsoft.Compute is not emulated (azlb only writes Microsoft.Network)",
-	"virtualmachinescalesetvmclient.yaml": "Microsoft.Compute is not emulated (azlb only writes Microsoft.Network)",
-	"virtualmachineclient.yaml":           "Microsoft.Compute is not emulated (azlb only writes Microsoft.Network)",
-	"availabilitysetclient.yaml":          "Microsoft.Compute is not emulated (azlb only writes Microsoft.Network)",
+	// Every recording is served.
 }
 
 func TestRecordingsAreClassified(t *testing.T) {

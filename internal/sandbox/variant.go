@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/nodeagent"
+)
+
+// Variants (demo clusters) Up can create.
+const (
+	// VariantMulti ("" too): two Standard load balancers with IP-based
+	// pools, nodes without VMs, a Local Service with a dedicated pool.
+	VariantMulti = "multi"
+	// VariantNIC: one load balancer with NIC-based pools over a scale set
+	// and availability-set VMs in the emulator, whose nodes a simulated
+	// kubelet per node keeps Ready while their VM runs.
+	VariantNIC = "nic"
+	// VariantContainer: pod-based load balancing (Container Load
+	// Balancer): a service gateway, Services with their own load
+	// balancers, pods registered under their nodes.
+	VariantContainer = "container"
+)
+
+func knownVariant(v string) bool {
+	switch v {
+	case "", VariantMulti, VariantNIC, VariantContainer:
+		return true
+	}
+	return false
+}
+
+// variantRun is what Up does for its variant on top of the processes every
+// sandbox runs.
+type variantRun struct {
+	o    Options
+	env  *devenv.Env
+	logs string
+	step func(format string, args ...any)
+	// nodes are the NIC demo's simulated nodes.
+	nodes []nodeagent.Node
+}
+
+// seed writes the variant's azure.json and seeds what it needs in Azure
+// (the service gateway; the NIC demo's VMs and their simulated kubelets)
+// before the controller starts. It returns the azure.json path.
+func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig string) (string, error) {
+	azureJSON := filepath.Join(v.o.Dir, AzureJSONFile)
+	var cfgJSON []byte
+	switch v.o.Variant {
+	case VariantNIC:
+		cfgJSON = NICAzureJSON(url, caFile)
+	case VariantContainer:
+		cfgJSON = ContainerAzureJSON(url, caFile)
+		if err := v.env.SeedServiceGateway(ctx); err != nil {
+			return "", err
+		}
+		v.step("seeded service gateway %s with its outbound default %s", names.ServiceGateway, names.DefaultOutboundService)
+	default:
+		cfgJSON = AzureJSON(url, caFile)
+	}
+	if err := os.WriteFile(azureJSON, cfgJSON, 0o600); err != nil {
+		return "", err
+	}
+	v.step("seeded resource group %s, virtual network %s; wrote %s", v.env.Config.ResourceGroup, v.env.Config.VnetName, azureJSON)
+	if v.o.Variant != VariantNIC {
+		return azureJSON, nil
+	}
+	nodes, err := createNICVMs(ctx, v.env)
+	if err != nil {
+		return "", err
+	}
+	v.nodes = nodes
+	nodesFile, err := writeNodes(v.o.Dir, nodes)
+	if err != nil {
+		return "", err
+	}
+	v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
+	if err := startDetached(v.o.Dir, "azlb-node-agent", filepath.Join(v.logs, "node-agent.log"), filepath.Join(v.o.BinDir, "azlb"),
+		"node-agent", "--kubeconfig", adminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
+		return "", err
+	}
+	v.step("simulated kubelets started for %d nodes (Ready follows each VM's power state)", len(nodes))
+	return azureJSON, nil
+}
+
+// demo creates the variant's demo cluster and returns the Services that
+// get an ingress IP.
+func (v *variantRun) demo(ctx context.Context, cs kubernetes.Interface) ([]string, error) {
+	switch v.o.Variant {
+	case VariantNIC:
+		return []string{"web"}, createNICDemo(ctx, cs)
+	case VariantContainer:
+		return []string{"web", "api"}, createContainerDemo(ctx, cs)
+	default:
+		return []string{"web", "api"}, createDemo(ctx, cs)
+	}
+}
+
+// ready waits for what the variant shows beyond the ingress IPs: the VMs
+// in the NIC-based pool, or the pods in the service gateway.
+func (v *variantRun) ready(ctx context.Context) error {
+	controllerLog := filepath.Join(v.logs, "controller.log")
+	switch v.o.Variant {
+	case VariantNIC:
+		if err := waitNICMembers(ctx, v.env, len(v.nodes)); err != nil {
+			return fmt.Errorf("the %d VMs did not join the NIC-based pool (see %s): %w", len(v.nodes), controllerLog, err)
+		}
+		v.step("the %d VMs are members of the NIC-based pool kubernetes/kubernetes", len(v.nodes))
+	case VariantContainer:
+		n, err := waitGatewayAddresses(ctx, v.env, containerDemoPods)
+		if err != nil {
+			return fmt.Errorf("the pods did not reach the service gateway (see %s): %w", controllerLog, err)
+		}
+		v.step("service gateway holds the %d demo pods", n)
+	}
+	return nil
+}
