@@ -15,7 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/testutil"
@@ -23,10 +26,12 @@ import (
 
 // proxyRig is one node's proxy over a fake clientset.
 type proxyRig struct {
-	t    *testing.T
-	kube *fake.Clientset
-	p    *Proxy
-	ip   netip.Addr
+	t      *testing.T
+	kube   *fake.Clientset
+	p      *Proxy
+	ip     netip.Addr
+	svcs   corelisters.ServiceLister
+	slices discoverylisters.EndpointSliceLister
 }
 
 func newProxyRig(t *testing.T, objs ...any) *proxyRig {
@@ -59,7 +64,7 @@ func newProxyRig(t *testing.T, objs ...any) *proxyRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	return &proxyRig{t: t, kube: kube, p: p, ip: ip}
+	return &proxyRig{t: t, kube: kube, p: p, ip: ip, svcs: svcs.Lister(), slices: slices.Lister()}
 }
 
 func (r *proxyRig) sync(running bool) {
@@ -213,5 +218,54 @@ func TestProxyTellsFloatingIPServicesApartByFrontend(t *testing.T) {
 func TestNewProxyNeedsItsInputs(t *testing.T) {
 	if _, err := NewProxy("", nil, nil, nil, klog.Background()); err == nil {
 		t.Fatal("NewProxy accepted no node and no listers")
+	}
+}
+
+// The Agent runs the node's kube-proxy: its ports are open while the VM
+// runs and closed while it does not; a node without a VM always serves and
+// is not registered by the Agent.
+func TestAgentServesTheNodesPortsWhileItsVMRuns(t *testing.T) {
+	ctx := context.Background()
+	port, nodePort := ports(t)
+	r := newProxyRig(t, svc("web", port, nodePort), slice("web", "node-b"))
+	power := &fakePower{state: "running", found: true}
+	o := Options{Client: r.kube, Power: power, Clock: clocktesting.NewFakeClock(time.Now()), Services: r.svcs, EndpointSlices: r.slices}
+	a, err := New(Node{Name: "node-a", ProviderID: "azure:///vm-a", IPs: []string{r.ip.String()}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.proxy.Close)
+	step := func(ag *Agent) {
+		t.Helper()
+		if err := ag.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(a)
+	if code, body := r.get(nodePort, netip.Addr{}); code != http.StatusOK || body != "node-a\n" {
+		t.Fatalf("a running node: %d %q", code, body)
+	}
+	power.set("deallocated", true)
+	step(a)
+	if code, _ := r.get(nodePort, netip.Addr{}); code != 0 {
+		t.Fatalf("a deallocated node answered %d", code)
+	}
+
+	other := testutil.Nth(testutil.LoopbackNet(t), 5)
+	b, err := New(Node{Name: "node-b", IPs: []string{other.String()}}, Options{Client: r.kube, Services: r.svcs, EndpointSlices: r.slices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.proxy.Close)
+	step(b)
+	r.ip = other
+	if code, body := r.get(nodePort, netip.Addr{}); code != http.StatusOK || body != "node-b\n" {
+		t.Fatalf("a node without a VM: %d %q", code, body)
+	}
+	if _, err := r.kube.CoreV1().Nodes().Get(ctx, "node-b", metav1.GetOptions{}); err == nil {
+		t.Fatal("the Agent registered a node without a VM")
+	}
+	if _, err := New(Node{Name: "node-c", ProviderID: "azure:///vm-c"}, Options{Client: r.kube}); err == nil {
+		t.Fatal("a node with a VM and no power source was accepted")
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/nodeagent"
 )
 
 // DemoNamespace holds the demo Services.
@@ -32,6 +34,16 @@ var demoNodes = []demoNode{
 	{"aks-pool1-2", "127.240.0.6", "fd00:10::6", "pool1"},
 	{"aks-pool2-0", "127.240.1.4", "fd00:10::104", "pool2"},
 	{"aks-pool2-1", "127.240.1.5", "fd00:10::105", "pool2"},
+}
+
+// demoAgentNodes are the demo nodes as the node agent runs them: without a
+// VM (createDemo registers them), so only their kube-proxy runs.
+func demoAgentNodes() []nodeagent.Node {
+	out := make([]nodeagent.Node, 0, len(demoNodes))
+	for _, d := range demoNodes {
+		out = append(out, nodeagent.Node{Name: d.name, IPs: []string{d.ip, d.ipv6}})
+	}
+	return out
 }
 
 // createDemo creates the demo nodes, namespace and Services: "web"
