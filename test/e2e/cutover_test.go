@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azlb/azlb/internal/annotations"
@@ -33,7 +34,7 @@ func TestTrafficCutover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.Close()
+	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
 	names := []string{"cut-n1", "cut-n2", "cut-n3", "cut-n4"}
 	for i, name := range names {
 		createNode(t, name, testutil.Nth(nodes, i+1).String(), nil)
@@ -47,7 +48,16 @@ func TestTrafficCutover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer deleteService(t, ns, "web")
+	// Gone before the controller stops (cleanups run last first): a
+	// Service left behind with its finalizer would join the next test's
+	// load balancer.
+	t.Cleanup(func() {
+		deleteService(t, ns, "web")
+		eventually(t, 60*time.Second, "the Service deleted", func(ctx context.Context) (bool, error) {
+			_, err := suite.cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
 	nodePort := uint16(svc.Spec.Ports[0].NodePort)
 	backends := map[string]*testutil.Backend{}
 	for i, name := range names {
