@@ -104,39 +104,25 @@ func decodeWire(data []byte) (w poolWire, err error) {
 func decodePool(data []byte) (armnetwork.BackendAddressPool, error) {
 	w, err := decodeWire(data)
 	if err != nil {
-		return armnetwork.BackendAddressPool{}, wireError(err)
+		return armnetwork.BackendAddressPool{}, fmt.Errorf("unmarshalling type %T: %w", &armnetwork.BackendAddressPool{}, err)
 	}
-	return w.pool()
-}
-
-// wireError words a decoding error as the SDK's codec does.
-func wireError(err error) error {
-	return fmt.Errorf("unmarshalling type %T: %w", &armnetwork.BackendAddressPool{}, err)
-}
-
-// pool converts the mirror into the SDK's model. Nothing it returns points
-// into w (every pointer is a fresh copy), so w may be converted again (the
-// memo keeps it) and the caller owns the result.
-func (w *poolWire) pool() (armnetwork.BackendAddressPool, error) {
-	var strs arena[string]
-	out := armnetwork.BackendAddressPool{Etag: strs.ptr(w.Etag), ID: strs.ptr(w.ID), Name: strs.ptr(w.Name), Type: strs.ptr(w.Type)}
+	out := armnetwork.BackendAddressPool{Etag: w.Etag, ID: w.ID, Name: w.Name, Type: w.Type}
 	if w.Properties == nil {
 		return out, nil
 	}
 	wp := w.Properties
-	var subs arena[armnetwork.SubResource]
 	p := &armnetwork.BackendAddressPoolPropertiesFormat{
-		DrainPeriodInSeconds: clonePtr(wp.DrainPeriodInSeconds),
-		InboundNatRules:      subsOf(wp.InboundNatRules, &strs, &subs),
-		LoadBalancingRules:   subsOf(wp.LoadBalancingRules, &strs, &subs),
-		Location:             strs.ptr(wp.Location),
-		OutboundRule:         subOf(wp.OutboundRule, &strs, &subs),
-		OutboundRules:        subsOf(wp.OutboundRules, &strs, &subs),
-		ProvisioningState:    clonePtr(wp.ProvisioningState),
-		SyncMode:             clonePtr(wp.SyncMode),
-		VirtualNetwork:       subOf(wp.VirtualNetwork, &strs, &subs),
+		DrainPeriodInSeconds: wp.DrainPeriodInSeconds,
+		InboundNatRules:      subsOf(wp.InboundNatRules),
+		LoadBalancingRules:   subsOf(wp.LoadBalancingRules),
+		Location:             wp.Location,
+		OutboundRule:         subOf(wp.OutboundRule),
+		OutboundRules:        subsOf(wp.OutboundRules),
+		ProvisioningState:    wp.ProvisioningState,
+		SyncMode:             wp.SyncMode,
+		VirtualNetwork:       subOf(wp.VirtualNetwork),
 	}
-	if err := decodeIPConfigs(wp.BackendIPConfigurations, p, &strs); err != nil {
+	if err := decodeIPConfigs(wp.BackendIPConfigurations, p); err != nil {
 		return armnetwork.BackendAddressPool{}, err
 	}
 	if err := sdkField(wp.TunnelInterfaces, "TunnelInterfaces", &p.TunnelInterfaces); err != nil {
@@ -147,29 +133,28 @@ func (w *poolWire) pool() (armnetwork.BackendAddressPool, error) {
 		// One allocation for all entries and one for all their properties.
 		addrs := make([]armnetwork.LoadBalancerBackendAddress, len(wp.LoadBalancerBackendAddresses))
 		props := make([]armnetwork.LoadBalancerBackendAddressPropertiesFormat, len(wp.LoadBalancerBackendAddresses))
-		var states arena[armnetwork.LoadBalancerBackendAddressAdminState]
 		for i, wa := range wp.LoadBalancerBackendAddresses {
 			if wa == nil {
 				continue
 			}
 			a := &addrs[i]
-			a.Name = strs.ptr(wa.Name)
+			a.Name = wa.Name
 			if pa := wa.Properties; pa != nil {
 				ap := &props[i]
 				*ap = armnetwork.LoadBalancerBackendAddressPropertiesFormat{
-					AdminState:                          states.ptr(pa.AdminState),
-					IPAddress:                           strs.ptr(pa.IPAddress),
-					LoadBalancerFrontendIPConfiguration: subOf(pa.LoadBalancerFrontendIPConfiguration, &strs, &subs),
-					NetworkInterfaceIPConfiguration:     subOf(pa.NetworkInterfaceIPConfiguration, &strs, &subs),
-					Subnet:                              subOf(pa.Subnet, &strs, &subs),
-					VirtualNetwork:                      subOf(pa.VirtualNetwork, &strs, &subs),
+					AdminState:                          pa.AdminState,
+					IPAddress:                           pa.IPAddress,
+					LoadBalancerFrontendIPConfiguration: subOf(pa.LoadBalancerFrontendIPConfiguration),
+					NetworkInterfaceIPConfiguration:     subOf(pa.NetworkInterfaceIPConfiguration),
+					Subnet:                              subOf(pa.Subnet),
+					VirtualNetwork:                      subOf(pa.VirtualNetwork),
 				}
 				if pa.InboundNatRulesPortMapping != nil {
 					ap.InboundNatRulesPortMapping = make([]*armnetwork.NatRulePortMapping, len(pa.InboundNatRulesPortMapping))
 					for j, m := range pa.InboundNatRulesPortMapping {
 						if m != nil {
-							ap.InboundNatRulesPortMapping[j] = &armnetwork.NatRulePortMapping{BackendPort: clonePtr(m.BackendPort),
-								FrontendPort: clonePtr(m.FrontendPort), InboundNatRuleName: strs.ptr(m.InboundNatRuleName)}
+							ap.InboundNatRulesPortMapping[j] = &armnetwork.NatRulePortMapping{
+								BackendPort: m.BackendPort, FrontendPort: m.FrontendPort, InboundNatRuleName: m.InboundNatRuleName}
 						}
 					}
 				}
@@ -180,35 +165,6 @@ func (w *poolWire) pool() (armnetwork.BackendAddressPool, error) {
 	}
 	out.Properties = p
 	return out, nil
-}
-
-// arena hands out pointers to copies of values, allocated in chunks: a
-// pool of 1,000 addresses holds several thousand string pointers, which
-// one allocation each would make a good part of the decoding's cost.
-type arena[T any] struct{ chunk []T }
-
-const arenaChunk = 256
-
-// ptr returns a pointer to a copy of *v (nil for nil).
-func (a *arena[T]) ptr(v *T) *T {
-	if v == nil {
-		return nil
-	}
-	if len(a.chunk) == cap(a.chunk) {
-		a.chunk = make([]T, 0, arenaChunk)
-	}
-	a.chunk = append(a.chunk, *v)
-	return &a.chunk[len(a.chunk)-1]
-}
-
-// clonePtr returns a pointer to a copy of *v (nil for nil), for the fields
-// too rare to be worth an arena.
-func clonePtr[T any](v *T) *T {
-	if v == nil {
-		return nil
-	}
-	c := *v
-	return &c
 }
 
 // sdkField decodes one raw field with the SDK's codec (absent and null
@@ -224,7 +180,7 @@ func sdkField(raw json.RawMessage, name string, v any) error {
 }
 
 // decodeIPConfigs fills p.BackendIPConfigurations from their mirrors.
-func decodeIPConfigs(ws []*ipConfigWire, p *armnetwork.BackendAddressPoolPropertiesFormat, strs *arena[string]) error {
+func decodeIPConfigs(ws []*ipConfigWire, p *armnetwork.BackendAddressPoolPropertiesFormat) error {
 	if ws == nil {
 		return nil
 	}
@@ -235,7 +191,7 @@ func decodeIPConfigs(ws []*ipConfigWire, p *armnetwork.BackendAddressPoolPropert
 			continue
 		}
 		c := &cfgs[i]
-		*c = armnetwork.InterfaceIPConfiguration{Etag: strs.ptr(w.Etag), ID: strs.ptr(w.ID), Name: strs.ptr(w.Name), Type: strs.ptr(w.Type)}
+		*c = armnetwork.InterfaceIPConfiguration{Etag: w.Etag, ID: w.ID, Name: w.Name, Type: w.Type}
 		if w.Properties != nil && string(w.Properties) != "null" {
 			c.Properties = &armnetwork.InterfaceIPConfigurationPropertiesFormat{}
 			if err := json.Unmarshal(w.Properties, c.Properties); err != nil {
@@ -271,20 +227,20 @@ func wireIPConfigs(cs []*armnetwork.InterfaceIPConfiguration) ([]*ipConfigWire, 
 	return out, nil
 }
 
-func subOf(w *subWire, strs *arena[string], subs *arena[armnetwork.SubResource]) *armnetwork.SubResource {
+func subOf(w *subWire) *armnetwork.SubResource {
 	if w == nil {
 		return nil
 	}
-	return subs.ptr(&armnetwork.SubResource{ID: strs.ptr(w.ID)})
+	return &armnetwork.SubResource{ID: w.ID}
 }
 
-func subsOf(ws []*subWire, strs *arena[string], subs *arena[armnetwork.SubResource]) []*armnetwork.SubResource {
+func subsOf(ws []*subWire) []*armnetwork.SubResource {
 	if ws == nil {
 		return nil
 	}
 	out := make([]*armnetwork.SubResource, len(ws))
 	for i, w := range ws {
-		out[i] = subOf(w, strs, subs)
+		out[i] = subOf(w)
 	}
 	return out
 }

@@ -346,22 +346,6 @@ func BenchmarkPoolCodec(b *testing.B) {
 		}
 		cpu.Report(b)
 	})
-	b.Run("decode/azlb-unchanged", func(b *testing.B) {
-		// The answer is the one the client decoded last (the read before a
-		// write returns what the previous write answered).
-		var m poolMemo
-		if _, err := m.decode("rg/lb/pool", body); err != nil {
-			b.Fatal(err)
-		}
-		b.SetBytes(int64(len(body)))
-		cpu := cputime.Start()
-		for b.Loop() {
-			if _, err := m.decode("rg/lb/pool", body); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cpu.Report(b)
-	})
 	b.Run("encode/sdk", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		cpu := cputime.Start()

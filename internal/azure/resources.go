@@ -63,7 +63,6 @@ type backendPoolClient struct {
 	// place of the SDK's JSON (see poolcodec.go).
 	raw          *arm.Client
 	subscription string
-	memo         poolMemo
 }
 
 var _ BackendPoolClient = (*backendPoolClient)(nil)
@@ -83,7 +82,7 @@ func (r *poolResult) UnmarshalJSON(b []byte) error {
 // SDK's poller would find the same, after decoding the whole body into
 // generic maps to read that one field; for a pool of 250 addresses that
 // costs milliseconds on the cutover's critical path.
-func (b *backendPoolClient) completedPool(key string, resp *http.Response) (*poolResult, bool) {
+func completedPool(resp *http.Response) (*poolResult, bool) {
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 		return nil, false
 	}
@@ -91,7 +90,7 @@ func (b *backendPoolClient) completedPool(key string, resp *http.Response) (*poo
 	if err != nil || len(body) == 0 {
 		return nil, false
 	}
-	p, err := b.memo.decode(key, body)
+	p, err := decodePool(body)
 	if err != nil || p.Properties == nil || p.Properties.ProvisioningState == nil ||
 		!strings.EqualFold(string(*p.Properties.ProvisioningState), string(armnetwork.ProvisioningStateSucceeded)) {
 		return nil, false
@@ -141,7 +140,7 @@ func (b *backendPoolClient) Get(ctx context.Context, rg, lb, pool string) (*armn
 			if err != nil {
 				return out, err
 			}
-			out.BackendAddressPool, err = b.memo.decode(rg+"/"+lb+"/"+pool, body)
+			out.BackendAddressPool, err = decodePool(body)
 			return out, err
 		},
 		func(r *poolResult) *armnetwork.BackendAddressPool { return &r.BackendAddressPool })
@@ -178,7 +177,7 @@ func (b *backendPoolClient) CreateOrUpdate(ctx context.Context, rg, lb, pool str
 			if !runtime.HasStatusCode(httpResp, http.StatusOK, http.StatusCreated) {
 				return nil, nil, runtime.NewResponseError(httpResp)
 			}
-			if done, ok := b.completedPool(rg+"/"+lb+"/"+pool, httpResp); ok {
+			if done, ok := completedPool(httpResp); ok {
 				return done, nil, nil
 			}
 			poller, err := runtime.NewPoller(httpResp, b.raw.Pipeline(), &runtime.NewPollerOptions[poolResult]{
