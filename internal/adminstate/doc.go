@@ -25,7 +25,10 @@
 //     policy puts in pools (Target.Pooled) that the cache places in none is
 //     looked up again in Azure before the apply counts as done, so a stale
 //     cache can never yield "Down on 0 pools" for a node in rotation. Any
-//     number of nodes cost one GET and at most one PUT per pool. Each apply
+//     number of nodes cost at most one PUT per pool; pools are written from
+//     the store's cached load balancer with If-Match when it is current
+//     (lbstore.PoolOptions.WriteFromCache: no GET for the one or two pools
+//     of a load balancer), otherwise after one GET per pool. Each apply
 //     is one operation metric (request "loadbalancer_adminstate_update"). A
 //     per-node-UID memory of the last successful state makes repeats free;
 //     a new Manager verifies with GETs.

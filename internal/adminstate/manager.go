@@ -448,7 +448,7 @@ func (m *Manager) update(ctx context.Context, want map[string]State, src lbstore
 			return len(o.changed) > 0, nil
 		}}
 	}
-	for i, r := range m.store.UpdatePools(ctx, LockCaller, edits, lbstore.PoolOptions{}) {
+	for i, r := range m.store.UpdatePools(ctx, LockCaller, edits, lbstore.PoolOptions{WriteFromCache: true}) {
 		o := &out[i]
 		switch {
 		case r.Missing:

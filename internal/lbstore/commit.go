@@ -56,6 +56,16 @@ type PoolOptions struct {
 	// it unchanged, nothing is read or written. Without it every pool is
 	// read afresh (what verifying callers want).
 	TrustCache bool
+	// WriteFromCache: when the load balancer's cached copy is fresh with a
+	// known etag and the edits change its pools, they are written from that
+	// copy without reading them first, each with If-Match (a 412 is retried
+	// with a fresh read, as always): one round trip per pool instead of a
+	// read and a write. At most two pools of one load balancer per round go
+	// this way (one after another: each waits for the etag the previous one
+	// returned); with more, or when every edit of a pool leaves the cached
+	// copy unchanged, the pools are read afresh. For callers whose writes
+	// are latency-critical (the admin state of a node leaving service).
+	WriteFromCache bool
 }
 
 // change is one queued request.
@@ -75,6 +85,7 @@ type change struct {
 	// ...or a pool edit.
 	pool       *PoolEdit
 	trustCache bool
+	fromCache  bool
 	poolOut    PoolResult
 
 	err error
@@ -117,7 +128,7 @@ func (s *Store) UpdateLB(ctx context.Context, caller, name string, o UpdateOptio
 func (s *Store) UpdatePools(ctx context.Context, caller string, edits []PoolEdit, o PoolOptions) []PoolResult {
 	cs := make([]*change, len(edits))
 	for i := range edits {
-		cs[i] = &change{caller: caller, lb: edits[i].Ref.LoadBalancer, pool: &edits[i], trustCache: o.TrustCache,
+		cs[i] = &change{caller: caller, lb: edits[i].Ref.LoadBalancer, pool: &edits[i], trustCache: o.TrustCache, fromCache: o.WriteFromCache,
 			poolOut: PoolResult{Ref: edits[i].Ref}, done: make(chan struct{})}
 	}
 	// Edits that leave a fresh cached pool as it is need no round.

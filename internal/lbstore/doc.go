@@ -10,7 +10,9 @@
 //     change, groups them by load balancer and writes the load balancers
 //     concurrently — per load balancer first its whole-resource mutations
 //     (one read, usually from the cache, and at most one PUT or DELETE), then
-//     its pool edits (one fresh GET and at most one PUT per pool). Changes
+//     its pool edits (one fresh GET and at most one PUT per pool, or with
+//     PoolOptions.WriteFromCache up to two pools written from the cached
+//     copy, one after another, with If-Match and no GET). Changes
 //     queued while a round runs share the next one (group commit), so N
 //     concurrent callers cost one write per object, not N. A round of load
 //     balancer mutations only first waits GatherWindow for more; a round
@@ -24,7 +26,12 @@
 //     they were computed from. A pool PUT carries If-Match when it is the only
 //     pool of its load balancer written in the round; several pools of one
 //     load balancer (they share its etag) are written concurrently without
-//     it, which is safe because the Store is the only writer. A 412 or 409 is
+//     it, which is safe because the Store is the only writer. Pools written
+//     from the cache (WriteFromCache: the load balancer's cached copy is
+//     fresh with a known etag, at most two of its pools change) each carry
+//     If-Match: the cached etag, then the one the previous write returned;
+//     a 412 means the copy was not current and is handled like any
+//     conflict, and the pools after it are read afresh. A 412 or 409 is
 //     retried up to MaxConflictRetries times with a fresh GET and If-Match.
 //     Not-found is not an error for an edit: the result says Missing.
 //   - Edits and mutations must check before they change: one that returns an

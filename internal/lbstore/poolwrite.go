@@ -57,13 +57,21 @@ func (g *poolGroup) finish(written bool) {
 	}
 }
 
-// writePools applies the pool edits of one load balancer: every pool is read
-// afresh in parallel (or, with TrustCache, checked against the cache), edited,
-// and written if changed; all pools in parallel. See the package
+// maxChainedPools is the most pools of one load balancer a round writes
+// from the cache, one after another: each write waits for the previous one's
+// etag, so up to two take no more round trips than reading the pools first
+// and writing them concurrently.
+const maxChainedPools = 2
+
+// writePools applies the pool edits of one load balancer. When the cached
+// copy can be trusted to be current (see writeChained) the pools are written
+// from it, one after another, each with If-Match. Otherwise every pool is
+// read afresh in parallel (or, with TrustCache, checked against the cache),
+// edited, and written if changed; all pools in parallel. See the package
 // documentation for If-Match and conflicts.
 func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) {
 	work := groupPools(s.settleFromCache(batch))
-	if len(work) == 0 {
+	if len(work) == 0 || s.writeChained(ctx, lbName, work) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -89,7 +97,11 @@ func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) 
 		s.cache.writing(lbName)
 	}
 	for _, g := range writes {
-		wg.Go(func() { s.putPool(ctx, lbName, g, ifMatch) })
+		etag := ""
+		if ifMatch {
+			etag = ptr.Deref(g.pool.Etag, "")
+		}
+		wg.Go(func() { s.putPool(ctx, lbName, g, etag) })
 	}
 	wg.Wait()
 	lastEtag, concurrent := lastWritten(writes)
@@ -100,6 +112,70 @@ func (s *Store) writePools(ctx context.Context, lbName string, batch []*change) 
 	for _, g := range work {
 		g.finish(g.changed && g.err == nil && !g.missing)
 	}
+}
+
+// writeChained writes the round's pools of one load balancer from the cached
+// copy, without reading them first, when every edit asked for it
+// (PoolOptions.WriteFromCache), that copy is fresh with a known etag, holds
+// every pool, each pool's edits change it, and there are at most
+// maxChainedPools of them. The pools are written one after another, each
+// with If-Match on the etag the previous write returned (pools carry their
+// load balancer's etag, which every pool write moves), the first on the
+// cached one: a write computed from a copy that is no longer current fails
+// with 412 and is retried like any conflict, with a fresh read. It returns
+// false, having written nothing, when the round must read the pools instead.
+// A pool whose edits change nothing on the cached copy is read, as the
+// caller did not ask to trust the cache (see settleFromCache for those
+// that do).
+func (s *Store) writeChained(ctx context.Context, lbName string, work []*poolGroup) bool {
+	if len(work) > maxChainedPools {
+		return false
+	}
+	e, fresh := s.cache.get(lbName)
+	if !fresh || e.lb == nil || e.etagStale || ptr.Deref(e.lb.Etag, "") == "" {
+		return false
+	}
+	for _, g := range work {
+		for _, c := range g.changes {
+			if !c.fromCache {
+				return false
+			}
+		}
+		cached := findPool(e.lb, g.name)
+		if cached == nil {
+			return false
+		}
+		g.pool = copyPool(cached)
+		g.apply()
+		if !g.changed {
+			return false
+		}
+	}
+	s.cache.writing(lbName)
+	etag, lastEtag := ptr.Deref(e.lb.Etag, ""), ""
+	for _, g := range work {
+		if etag == "" {
+			// An earlier write of the round conflicted: read afresh.
+			g.conflicted = true
+			continue
+		}
+		s.putPool(ctx, lbName, g, etag)
+		switch {
+		case g.conflicted:
+			etag = ""
+		case g.err == nil && !g.missing && g.out != nil:
+			etag = ptr.Deref(g.out.Etag, "")
+			lastEtag = etag
+		}
+	}
+	if retried := s.retryConflicts(ctx, lbName, work); retried != "" {
+		lastEtag = retried
+	}
+	s.install(lbName, work, lastEtag, false)
+	for _, g := range work {
+		g.finish(g.changed && g.err == nil && !g.missing)
+	}
+	return true
 }
 
 // lastWritten returns the etag of a pool written by the concurrent round,
@@ -133,7 +209,7 @@ func (s *Store) retryConflicts(ctx context.Context, lbName string, writes []*poo
 				g.out = g.pool
 				break
 			}
-			s.putPool(ctx, lbName, g, true)
+			s.putPool(ctx, lbName, g, ptr.Deref(g.pool.Etag, ""))
 			if g.err == nil && !g.missing && g.out != nil {
 				lastEtag = ptr.Deref(g.out.Etag, "")
 			}
@@ -234,12 +310,10 @@ func (s *Store) readPool(ctx context.Context, lbName string, g *poolGroup) {
 	}
 }
 
-// putPool writes g.pool; a conflict marks the group for a retry.
-func (s *Store) putPool(ctx context.Context, lbName string, g *poolGroup, ifMatch bool) {
-	etag := ""
-	if ifMatch {
-		etag = ptr.Deref(g.pool.Etag, "")
-	}
+// putPool writes g.pool, with If-Match when etag is set; a conflict marks
+// the group for a retry.
+func (s *Store) putPool(ctx context.Context, lbName string, g *poolGroup, etag string) {
+	ifMatch := etag != ""
 	out, err := s.pools.CreateOrUpdate(ctx, s.rg, lbName, g.name, writeBody(g.pool), etag)
 	if err == nil {
 		g.out = out
