@@ -71,8 +71,13 @@ func Register() {
 	})
 }
 
-// NewCloud builds the cloud from a loaded configuration.
+// NewCloud builds the cloud from a loaded configuration. It refuses what
+// the controller does not run with (config.CheckController: loadBalancerSku
+// basic).
 func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
+	if err := cfg.CheckController(); err != nil {
+		return nil, err
+	}
 	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "azlb-controller-manager"})
 	if err != nil {
 		return nil, err
