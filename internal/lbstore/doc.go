@@ -48,7 +48,7 @@
 //     cluster name): a load balancer whose configuration was removed stays
 //     managed, so its Services can leave it.
 //   - Delete removes a whole load balancer through the writer (decoupling
-//     its pools first, as above), whatever its SKU or content: the Basic
+//     its pools first, see NIC-based pools below), whatever its SKU or content: the Basic
 //     to Standard migration uses it for the Basic load balancers; it never
 //     adopts them (Managed lists only configured names and Standard ones).
 //   - List reads every load balancer of the resource group into the cache

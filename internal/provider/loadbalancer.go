@@ -13,6 +13,7 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 )
@@ -109,7 +110,7 @@ func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc 
 }
 
 func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
-	if err := p.ensureRebuilt(ctx); err != nil {
+	if err := p.ensureStarted(ctx); err != nil {
 		return err
 	}
 	base := names.FrontendBase(svc)
@@ -126,7 +127,7 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 // reconcile is the full EnsureLoadBalancer path.
 func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	log := logger(ctx).WithValues("service", names.ServiceKey(svc))
-	if err := p.ensureRebuilt(ctx); err != nil {
+	if err := p.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
 	spec, err := annotations.Parse(svc)
@@ -171,10 +172,19 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 			if in.privateIP == "" {
 				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
 			}
+			if in.privateIP == "" {
+				keep, err := p.statusPrivateIP(ctx, svc, lbName, fam, in.subnetID)
+				if err != nil {
+					return nil, err
+				}
+				in.keepIP = keep
+			}
 		} else {
 			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
 			if err != nil {
-				p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
+				if ue := (*migration.UpgradeError)(nil); !errors.As(err, &ue) {
+					p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
+				}
 				return nil, err
 			}
 			in.publicIPID = pip.id
@@ -191,6 +201,9 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		states := make([]*serviceLBState, 0, len(inputs))
 		newRules := 0
 		for i, in := range inputs {
+			if in.privateIP == "" && in.keepIP != "" && findFrontend(lb, names.Frontend(svc, in.family)) == nil {
+				in.privateIP = in.keepIP // a new frontend takes the address the Service had
+			}
 			st, err := buildServiceLBState(desiredInput{
 				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
 				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
@@ -382,7 +395,7 @@ func hasOwnedFrontend(lb *armnetwork.LoadBalancer, base string) bool {
 // findServiceLB returns the managed load balancer holding the Service's
 // frontends, or ("", nil, nil).
 func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, *armnetwork.LoadBalancer, error) {
-	if err := p.ensureRebuilt(ctx); err != nil {
+	if err := p.ensureStarted(ctx); err != nil {
 		return "", nil, err
 	}
 	base := names.FrontendBase(svc)
