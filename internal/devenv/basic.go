@@ -248,15 +248,17 @@ func addBasicFrontend(lb *armnetwork.LoadBalancer, lbName, cluster string, svc *
 	feName := names.Frontend(svc, v1.IPv4Protocol)
 	p.FrontendIPConfigurations = append(p.FrontendIPConfigurations, &armnetwork.FrontendIPConfiguration{Name: to.Ptr(feName), Properties: fe})
 	for _, port := range svc.Spec.Ports {
+		// Floating IP (the backend port is the Service port), a TCP probe
+		// of the node port: the upstream provider's defaults.
 		rule := names.Rule(svc, port.Protocol, port.Port, v1.IPv4Protocol)
-		backend := port.NodePort
-		if backend == 0 {
-			backend = port.Port
+		probePort := port.NodePort
+		if probePort == 0 {
+			probePort = port.Port
 		}
 		p.Probes = append(p.Probes, &armnetwork.Probe{Name: to.Ptr(rule), Properties: &armnetwork.ProbePropertiesFormat{
-			Protocol: to.Ptr(armnetwork.ProbeProtocolTCP), Port: to.Ptr(backend), IntervalInSeconds: to.Ptr[int32](5), NumberOfProbes: to.Ptr[int32](2)}})
+			Protocol: to.Ptr(armnetwork.ProbeProtocolTCP), Port: to.Ptr(probePort), IntervalInSeconds: to.Ptr[int32](5), NumberOfProbes: to.Ptr[int32](2)}})
 		p.LoadBalancingRules = append(p.LoadBalancingRules, &armnetwork.LoadBalancingRule{Name: to.Ptr(rule), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
-			Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr(port.Port), BackendPort: to.Ptr(backend),
+			Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr(port.Port), BackendPort: to.Ptr(port.Port), EnableFloatingIP: to.Ptr(true),
 			FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(ref.Child("frontendIPConfigurations", feName))},
 			BackendAddressPool:      &armnetwork.SubResource{ID: to.Ptr(ref.Child("backendAddressPools", cluster))},
 			Probe:                   &armnetwork.SubResource{ID: to.Ptr(ref.Child("probes", rule))},

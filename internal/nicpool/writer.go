@@ -423,26 +423,34 @@ func (w *Writer) ensureModel(ctx context.Context, pool Pool, scaleSetID string) 
 
 // editModel reads a scale set model afresh, applies edit to its network
 // configurations and PUTs the network profile with If-Match when edit
-// changed it. A scale set being deleted is left alone.
+// changed it; a 412 (another writer, such as the reconcile of the other
+// load balancer's pool, changed it meanwhile) reads it again once. A scale
+// set being deleted is left alone.
 func (w *Writer) editModel(ctx context.Context, rg, name string, edit func([]*armcompute.VirtualMachineScaleSetNetworkConfiguration) bool) (int, error) {
-	fresh, err := w.o.ScaleSets.Get(ctx, rg, name)
-	if azure.Classify(err) == azure.ClassStale {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if deleting(fresh) || fresh.Properties == nil || fresh.Properties.VirtualMachineProfile == nil || fresh.Properties.VirtualMachineProfile.NetworkProfile == nil {
-		return 0, nil
-	}
-	np := fresh.Properties.VirtualMachineProfile.NetworkProfile
-	if !edit(np.NetworkInterfaceConfigurations) {
-		return 0, nil
-	}
-	body := armcompute.VirtualMachineScaleSet{Location: fresh.Location, Properties: &armcompute.VirtualMachineScaleSetProperties{
-		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{NetworkProfile: np}}}
-	if _, err := w.o.ScaleSets.CreateOrUpdate(ctx, rg, name, body, ptr.Deref(fresh.Etag, "")); err != nil {
-		return 0, fmt.Errorf("scale set %s/%s model: %w", rg, name, err)
+	for attempt := 0; ; attempt++ {
+		fresh, err := w.o.ScaleSets.Get(ctx, rg, name)
+		if azure.Classify(err) == azure.ClassStale {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if deleting(fresh) || fresh.Properties == nil || fresh.Properties.VirtualMachineProfile == nil || fresh.Properties.VirtualMachineProfile.NetworkProfile == nil {
+			return 0, nil
+		}
+		np := fresh.Properties.VirtualMachineProfile.NetworkProfile
+		if !edit(np.NetworkInterfaceConfigurations) {
+			return 0, nil
+		}
+		body := armcompute.VirtualMachineScaleSet{Location: fresh.Location, Properties: &armcompute.VirtualMachineScaleSetProperties{
+			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{NetworkProfile: np}}}
+		_, err = w.o.ScaleSets.CreateOrUpdate(ctx, rg, name, body, ptr.Deref(fresh.Etag, ""))
+		if err == nil {
+			break
+		}
+		if attempt > 0 || azure.StatusCode(err) != http.StatusPreconditionFailed {
+			return 0, fmt.Errorf("scale set %s/%s model: %w", rg, name, err)
+		}
 	}
 	w.o.Inventory.InvalidateScaleSets(rg)
 	klog.FromContext(ctx).V(2).Info("Updated scale set model", "scaleSet", rg+"/"+name)

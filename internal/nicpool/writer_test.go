@@ -202,9 +202,12 @@ func TestEnsureMembersRetriesAStaleEtagAndBatches(t *testing.T) {
 		nodes = append(nodes, nodeOf(vm))
 	}
 	// The first PUT of VM 2 meets a concurrent writer (412): the writer
-	// reads it again and writes once more.
-	if _, err := e.dev.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: "/virtualMachines/2$", Status: 412, Code: "PreconditionFailed", Count: 1}); err != nil {
-		t.Fatal(err)
+	// reads it again and writes once more. So does the first model PUT
+	// (the join of the other load balancer's pool, for example).
+	for _, re := range []string{"/virtualMachines/2$", "/virtualMachineScaleSets/pool1$"} {
+		if _, err := e.dev.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: re, Status: 412, Code: "PreconditionFailed", Count: 1}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.dev.Emulator().ResetRequests()
 	res, err := e.w.EnsureMembers(ctx, nicpool.Pool{ID: e.pool, Family: v1.IPv4Protocol}, nodes)
@@ -225,6 +228,11 @@ func TestEnsureMembersRetriesAStaleEtagAndBatches(t *testing.T) {
 	// its 412.
 	if reads["2"] != reads["1"]+1 {
 		t.Fatalf("reads per VM %v: VM 2 was not read again after its 412", reads)
+	}
+	for _, f := range e.dev.Emulator().Faults() {
+		if f.Fired != 1 {
+			t.Fatalf("fault %s fired %d times, want once", f.Fault.PathRegex, f.Fired)
+		}
 	}
 }
 

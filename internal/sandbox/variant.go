@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -26,14 +27,18 @@ const (
 	// Balancer): a service gateway, Services with their own load
 	// balancers, pods registered under their nodes.
 	VariantContainer = "container"
+	// VariantBasic: a cluster an earlier cloud provider ran with Basic
+	// load balancers (retired), azure.json at loadBalancerSku basic: the
+	// controller refuses to start until it is set to standard and the
+	// controller restarted (RestartController), which migrates it.
+	VariantBasic = "basic"
 )
 
+// Variants lists the variants Up knows.
+var Variants = []string{VariantMulti, VariantNIC, VariantContainer, VariantBasic}
+
 func knownVariant(v string) bool {
-	switch v {
-	case "", VariantMulti, VariantNIC, VariantContainer:
-		return true
-	}
-	return false
+	return v == "" || slices.Contains(Variants, v)
 }
 
 // variantRun is what Up does for its variant on top of the processes every
@@ -41,21 +46,25 @@ func knownVariant(v string) bool {
 type variantRun struct {
 	o    Options
 	env  *devenv.Env
+	cs   kubernetes.Interface
 	logs string
 	step func(format string, args ...any)
-	// nodes are the NIC demo's simulated nodes.
+	// nodes are the simulated nodes (NIC and Basic demos).
 	nodes []nodeagent.Node
 }
 
 // seed writes the variant's azure.json and seeds what it needs in Azure
-// (the service gateway; the NIC demo's VMs and their simulated kubelets)
-// before the controller starts. It returns the azure.json path.
+// (the service gateway; the VMs of the NIC and Basic demos and their
+// simulated kubelets; the Basic cluster's load balancers, public IPs and
+// Services) before the controller starts. It returns the azure.json path.
 func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig string) (string, error) {
 	azureJSON := filepath.Join(v.o.Dir, AzureJSONFile)
 	var cfgJSON []byte
 	switch v.o.Variant {
 	case VariantNIC:
 		cfgJSON = NICAzureJSON(url, caFile)
+	case VariantBasic:
+		cfgJSON = BasicAzureJSON(url, caFile)
 	case VariantContainer:
 		cfgJSON = ContainerAzureJSON(url, caFile)
 		if err := v.env.SeedServiceGateway(ctx); err != nil {
@@ -69,19 +78,26 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 		return "", err
 	}
 	v.step("seeded resource group %s, virtual network %s; wrote %s", v.env.Config.ResourceGroup, v.env.Config.VnetName, azureJSON)
-	if v.o.Variant != VariantNIC {
+	var nodes []nodeagent.Node
+	var err error
+	switch v.o.Variant {
+	case VariantNIC:
+		if nodes, err = createNICVMs(ctx, v.env); err != nil {
+			return "", err
+		}
+		v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
+	case VariantBasic:
+		if nodes, err = seedBasic(ctx, v.env, v.cs, v.step); err != nil {
+			return "", err
+		}
+	default:
 		return azureJSON, nil
-	}
-	nodes, err := createNICVMs(ctx, v.env)
-	if err != nil {
-		return "", err
 	}
 	v.nodes = nodes
 	nodesFile, err := writeNodes(v.o.Dir, nodes)
 	if err != nil {
 		return "", err
 	}
-	v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
 	if err := startDetached(v.o.Dir, "azlb-node-agent", filepath.Join(v.logs, "node-agent.log"), filepath.Join(v.o.BinDir, "azlb"),
 		"node-agent", "--kubeconfig", adminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
 		return "", err
@@ -98,6 +114,8 @@ func (v *variantRun) demo(ctx context.Context, cs kubernetes.Interface) ([]strin
 		return []string{"web"}, createNICDemo(ctx, cs)
 	case VariantContainer:
 		return []string{"web", "api"}, createContainerDemo(ctx, cs)
+	case VariantBasic:
+		return basicServiceNames(), nil // seeded with their Basic-era IPs
 	default:
 		return []string{"web", "api"}, createDemo(ctx, cs)
 	}
@@ -119,6 +137,12 @@ func (v *variantRun) ready(ctx context.Context) error {
 			return fmt.Errorf("the pods did not reach the service gateway (see %s): %w", controllerLog, err)
 		}
 		v.step("service gateway holds the %d demo pods", n)
+	case VariantBasic:
+		msg, err := waitRefusal(ctx, v.o.Dir, controllerLog)
+		if err != nil {
+			return err
+		}
+		v.step("azlb-controller-manager refused to start, as it must with loadBalancerSku basic: %s", msg)
 	}
 	return nil
 }
