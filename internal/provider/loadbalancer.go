@@ -50,7 +50,7 @@ func (p *Provider) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 // EnsureLoadBalancer creates or updates the Service's frontends, rules and
 // probes, and the cluster backend pools of its load balancer.
 func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	defer p.perService.lock(string(svc.UID))()
+	defer p.perService.Lock(string(svc.UID))()
 	st, err := p.reconcile(ctx, callerEnsure, svc, nodes)
 	return st, p.retryAfterThrottle(err)
 }
@@ -58,7 +58,7 @@ func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Ser
 // UpdateLoadBalancer brings the cluster backend pools of the Service's load
 // balancer in line with the nodes. It writes nothing when they already match.
 func (p *Provider) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	defer p.perService.lock(string(svc.UID))()
+	defer p.perService.Lock(string(svc.UID))()
 	return p.retryAfterThrottle(p.update(ctx, svc, nodes))
 }
 
@@ -105,7 +105,7 @@ func (p *Provider) reconcileServicePools(ctx context.Context, caller, lbName str
 // without frontends, and deletes the public IPs azlb created for the
 // Service. It does not depend on the Service's annotations being valid.
 func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	defer p.perService.lock(string(svc.UID))()
+	defer p.perService.Lock(string(svc.UID))()
 	return p.retryAfterThrottle(p.delete(ctx, svc))
 }
 

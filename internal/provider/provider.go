@@ -18,6 +18,7 @@ import (
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/keymutex"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
@@ -98,8 +99,8 @@ type Provider struct {
 	migrateMu sync.Mutex
 	migrated  bool
 
-	perService keyMutex   // one reconcile per Service at a time
-	nodeMu     sync.Mutex // serialises node placement
+	perService keymutex.Mutex // one reconcile per Service at a time (EnsureLoadBalancer from a Service sync and UpdateLoadBalancer from a node sync may come at once)
+	nodeMu     sync.Mutex     // serialises node placement
 	rebuildMu  sync.Mutex
 	rebuilt    bool
 }
