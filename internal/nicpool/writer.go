@@ -19,6 +19,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/compute"
+	"github.com/azlb/azlb/internal/keymutex"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -54,8 +55,26 @@ type Options struct {
 }
 
 // Writer makes nodes members of NIC-based pools and takes them out; see
-// the package documentation. It is safe for concurrent use.
-type Writer struct{ o Options }
+// the package documentation. It is safe for concurrent use: the writes of
+// one scale set (its model and VMs) or one network interface are made one
+// caller at a time, so the reconciles of several load balancers' pools
+// (a public one and its internal twin) do not race each other into 412s.
+type Writer struct {
+	o     Options
+	locks keymutex.Mutex
+}
+
+// Kinds of resource whose writes lock serialises.
+const (
+	lockScaleSet = "scaleSet"
+	lockNIC      = "networkInterface"
+)
+
+// lock serialises the writes of one scale set (its model and VMs) or
+// network interface.
+func (w *Writer) lock(kind, rg, name string) func() {
+	return w.locks.Lock(kind + "/" + strings.ToLower(rg+"/"+name))
+}
 
 // New builds a Writer.
 func New(o Options) (*Writer, error) {
@@ -152,6 +171,8 @@ func (w *Writer) EnsureMembers(ctx context.Context, pool Pool, nodes []*v1.Node)
 	}
 	for _, id := range flexModels {
 		wg.Go(func() {
+			rg, name, _ := names.ParseID(id)
+			defer w.lock(lockScaleSet, rg, name)()
 			writes, err := w.ensureModel(ctx, pool, id)
 			out.add(writes, nil, nil, err)
 		})
@@ -222,9 +243,21 @@ func deleting(vmss *armcompute.VirtualMachineScaleSet) bool {
 }
 
 // ensureScaleSet runs EnsureMembers for the VMs of one Uniform scale set.
+// What the cached listings show as members already costs no call and no
+// wait; otherwise the scale set's writes are made under its lock, from the
+// listings as the previous holder left them.
 func (w *Writer) ensureScaleSet(ctx context.Context, pool Pool, ms []member) (int, []string, map[string]string, error) {
 	ref := ms[0].inst.Ref
 	rg, name := ref.ResourceGroup, ref.ScaleSet
+	if members, ok := w.allMembers(ctx, pool, rg, name, ms); ok {
+		return 0, members, map[string]string{}, nil
+	}
+	defer w.lock(lockScaleSet, rg, name)()
+	for i, m := range ms {
+		if inst, err := w.o.Inventory.Get(ctx, m.inst.Ref, 0); err == nil {
+			ms[i].inst = inst
+		}
+	}
 	model, err := w.o.Inventory.ScaleSet(ctx, rg, name, 0)
 	if errors.Is(err, compute.ErrNotFound) {
 		return 0, nil, skipAll(ms, "its scale set "+name+" does not exist"), nil
@@ -287,6 +320,34 @@ func (w *Writer) ensureScaleSet(ctx context.Context, pool Pool, ms []member) (in
 	})
 	w.o.Inventory.Invalidate(ref)
 	return writes + n, append(members, joined...), skipped, err
+}
+
+// allMembers reports whether the cached listings show the scale set's
+// model and every VM of ms in the pool already, and returns the nodes.
+func (w *Writer) allMembers(ctx context.Context, pool Pool, rg, name string, ms []member) ([]string, bool) {
+	model, err := w.o.Inventory.ScaleSet(ctx, rg, name, 0)
+	if err != nil || deleting(model) {
+		return nil, false
+	}
+	present := func(cfgs []*armcompute.VirtualMachineScaleSetNetworkConfiguration) bool {
+		ic := scaleSetIPConfig(cfgs, pool.Family)
+		if ic == nil || ic.Properties == nil {
+			return false
+		}
+		st, _ := stateOf(subIDs(ic.Properties.LoadBalancerBackendAddressPools), pool.ID)
+		return st == poolPresent
+	}
+	if !present(modelConfigs(model)) {
+		return nil, false
+	}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if !present(instanceConfigs(m.inst.ScaleSetVM)) {
+			return nil, false
+		}
+		out = append(out, m.node.Name)
+	}
+	return out, true
 }
 
 func instanceConfigs(vm *armcompute.VirtualMachineScaleSetVM) []*armcompute.VirtualMachineScaleSetNetworkConfiguration {
@@ -510,6 +571,7 @@ func (w *Writer) editNIC(ctx context.Context, id string, edit func(*armnetwork.I
 	if err != nil {
 		return "", false, err
 	}
+	defer w.lock(lockNIC, rg, name)()
 	for attempt := 0; ; attempt++ {
 		nic, err := w.o.Interfaces.Get(ctx, rg, name)
 		if azure.Classify(err) == azure.ClassStale {

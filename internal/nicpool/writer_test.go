@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -293,5 +295,66 @@ func TestEnsureMembersSkipsADeletingScaleSet(t *testing.T) {
 			len(events.Find(vm.Name, nicpool.EventReasonSkipped)) != 1 {
 			t.Fatalf("%s: skipped %q, events %v", vm.Name, res.Skipped[vm.Name], events.All())
 		}
+	}
+}
+
+// Two load balancers' pools (a public one and its internal twin) joined at
+// once over one scale set: the writes of the scale set are made one caller
+// at a time, so neither meets the other's write (no 412) and every VM ends
+// in both pools.
+func TestEnsureMembersOfTwoPoolsAtOnceDoNotConflict(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx := context.Background()
+	_, err := e.ac.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes-internal", armnetwork.LoadBalancer{
+		Location: to.Ptr(devenv.Location),
+		SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
+		Properties: &armnetwork.LoadBalancerPropertiesFormat{
+			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}},
+		},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ilbPool := names.LoadBalancerRef{Subscription: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Name: "kubernetes-internal"}.Child("backendAddressPools", "kubernetes")
+	vmss, err := e.cmp.CreateScaleSet(ctx, "pool1", 3, devenv.ScaleSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*v1.Node
+	for _, vm := range vmss {
+		nodes = append(nodes, nodeOf(vm))
+	}
+	e.dev.Emulator().SetLatency(20 * time.Millisecond)
+	e.dev.Emulator().ResetRequests()
+	var wg sync.WaitGroup
+	results := make([]nicpool.Result, 2)
+	errs := make([]error, 2)
+	for i, pool := range []string{e.pool, ilbPool} {
+		wg.Go(func() {
+			results[i], errs[i] = e.w.EnsureMembers(ctx, nicpool.Pool{ID: pool, Family: v1.IPv4Protocol}, nodes)
+		})
+	}
+	wg.Wait()
+	e.dev.Emulator().SetLatency(0)
+	for i := range results {
+		if errs[i] != nil || len(results[i].Members) != 3 {
+			t.Fatalf("pool %d: %+v, %v", i, results[i], errs[i])
+		}
+	}
+	for _, r := range e.dev.Emulator().Requests() {
+		if r.Status == http.StatusPreconditionFailed {
+			t.Errorf("%s %s met a concurrent write (412)", r.Method, r.Path)
+		}
+	}
+	// The model and three VMs, per pool.
+	if n := e.writes(); n != 8 {
+		t.Errorf("%d writes, want 8", n)
+	}
+	if got := e.members(t); len(got) != 3 {
+		t.Errorf("public pool members %v", got)
+	}
+	p, err := e.ac.BackendPool.Get(ctx, devenv.ResourceGroup, "kubernetes-internal", "kubernetes")
+	if err != nil || len(p.Properties.BackendIPConfigurations) != 3 {
+		t.Fatalf("internal pool %+v, %v", p, err)
 	}
 }
