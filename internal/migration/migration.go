@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -43,11 +44,11 @@ const (
 // Caller labels the migration's changes in the store's wait metric.
 const Caller = "BasicMigration"
 
-// Decoupler takes a load balancer's pools out of every scale set model,
-// scale set VM and network interface listing them and returns the writes
-// (nicpool.Writer).
+// Decoupler takes pools out of every scale set model, scale set VM and
+// network interface listing them (scaleSetID "": every scale set) and
+// returns the writes (nicpool.Writer).
 type Decoupler interface {
-	Decouple(ctx context.Context, lb *armnetwork.LoadBalancer, scaleSetID string) (int, error)
+	DecouplePools(ctx context.Context, pools []*armnetwork.BackendAddressPool, scaleSetID string) (int, error)
 }
 
 // Options are the collaborators of a Migrator; Config, Store and PublicIPs
@@ -161,13 +162,10 @@ func (m *Migrator) Run(ctx context.Context) (Result, error) {
 	}
 	log.Info("Basic load balancer migration: step 1/3 done: every public IP of the Basic load balancers is Static", "madeStatic", res.StaticPublicIPs)
 
-	for _, b := range found {
-		n, err := m.decouple(ctx, b.lb)
-		res.Decoupled += n
-		metrics.CountMigrationStep(metrics.MigrationStepDecouple, err)
-		if err != nil {
-			return res, m.failed(found, "taking the nodes out of the pools of "+b.name(), err)
-		}
+	res.Decoupled, err = m.decouple(ctx, found)
+	metrics.CountMigrationStep(metrics.MigrationStepDecouple, err)
+	if err != nil {
+		return res, m.failed(found, "taking the nodes out of the Basic pools", err)
 	}
 	log.Info("Basic load balancer migration: step 2/3 done: no scale set, VM or network interface is in a Basic pool any more", "writes", res.Decoupled)
 
@@ -218,58 +216,102 @@ func (m *Migrator) find(ctx context.Context) ([]basicLB, error) {
 	return out, nil
 }
 
+// maxPublicIPWrites bounds the concurrent public IP writes of
+// keepAddresses.
+const maxPublicIPWrites = 8
+
 // keepAddresses makes every Dynamic Basic public IP the Basic frontends use
-// Static, while it is still associated; it returns their names.
+// Static, while it is still associated (one listing per resource group,
+// then the writes, maxPublicIPWrites at once); it returns their names.
 func (m *Migrator) keepAddresses(ctx context.Context, found []basicLB) ([]string, error) {
-	var made []string
+	type use struct {
+		lb, fe string
+		svcs   []*v1.Service
+	}
+	users := map[string]use{} // lower-cased public IP id -> its frontend
+	groups := map[string]string{}
 	for _, b := range found {
 		for _, fe := range frontends(b.lb) {
 			if fe.Properties == nil || fe.Properties.PublicIPAddress == nil {
 				continue
 			}
 			id := ptr.Deref(fe.Properties.PublicIPAddress.ID, "")
-			rg, name, err := names.ParseID(id)
+			rg, _, err := names.ParseID(id)
 			if err != nil {
-				return made, err
+				return nil, err
 			}
-			pip, err := m.o.PublicIPs.Get(ctx, rg, name)
-			if azure.Classify(err) == azure.ClassStale {
-				continue
-			}
-			if err != nil {
-				return made, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
-			}
-			changed, err := MakeStatic(ctx, m.o.PublicIPs, rg, pip)
-			if err != nil {
-				return made, err
-			}
-			if !changed {
-				continue
-			}
-			made = append(made, name)
-			klog.FromContext(ctx).Info("Basic load balancer migration: made a Dynamic public IP Static so that it keeps its address",
-				"publicIP", name, "address", address(pip), "loadBalancer", b.name())
-			for _, s := range b.services {
-				if names.Owns(names.FrontendBase(s), ptr.Deref(fe.Name, "")) {
-					m.o.Recorder.Eventf(s, v1.EventTypeNormal, EventReasonPublicIPStatic,
-						"Public IP %s (%s) was Dynamic; made Static so that it keeps its address when Basic load balancer %s is deleted", name, address(pip), b.name())
-				}
+			groups[strings.ToLower(rg)] = rg
+			users[strings.ToLower(id)] = use{lb: b.name(), fe: ptr.Deref(fe.Name, ""), svcs: b.services}
+		}
+	}
+	type job struct {
+		rg  string
+		pip *armnetwork.PublicIPAddress
+		u   use
+	}
+	var jobs []job
+	for _, rg := range groups {
+		pips, err := m.o.PublicIPs.List(ctx, rg)
+		if err != nil {
+			return nil, fmt.Errorf("list public IPs in %s: %w", rg, err)
+		}
+		for _, pip := range pips {
+			if u, ok := users[strings.ToLower(ptr.Deref(pip.ID, ""))]; ok && IsBasic(pip) && isDynamic(pip) && address(pip) != "" {
+				jobs = append(jobs, job{rg: rg, pip: pip, u: u})
 			}
 		}
 	}
-	return made, nil
+	var (
+		mu   sync.Mutex
+		made []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, maxPublicIPWrites)
+	for _, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			name := ptr.Deref(j.pip.Name, "")
+			_, err := MakeStatic(ctx, m.o.PublicIPs, j.rg, j.pip)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			made = append(made, name)
+			klog.FromContext(ctx).Info("Basic load balancer migration: made a Dynamic public IP Static so that it keeps its address",
+				"publicIP", name, "address", address(j.pip), "loadBalancer", j.u.lb)
+			for _, s := range j.u.svcs {
+				if names.Owns(names.FrontendBase(s), j.u.fe) {
+					m.o.Recorder.Eventf(s, v1.EventTypeNormal, EventReasonPublicIPStatic,
+						"Public IP %s (%s) was Dynamic; made Static so that it keeps its address when Basic load balancer %s is deleted", name, address(j.pip), j.u.lb)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	sort.Strings(made)
+	return made, errors.Join(errs...)
 }
 
-// decouple takes the nodes out of a Basic load balancer's pools.
-func (m *Migrator) decouple(ctx context.Context, lb *armnetwork.LoadBalancer) (int, error) {
-	if m.o.Decoupler != nil {
-		return m.o.Decoupler.Decouple(ctx, lb, "")
+// decouple takes the nodes out of the Basic load balancers' pools, all at
+// once: a scale set model or VM in both a public and an internal pool is
+// written once.
+func (m *Migrator) decouple(ctx context.Context, found []basicLB) (int, error) {
+	var pools []*armnetwork.BackendAddressPool
+	for _, b := range found {
+		if b.lb.Properties != nil {
+			pools = append(pools, b.lb.Properties.BackendAddressPools...)
+		}
 	}
-	if lb.Properties != nil {
-		for _, p := range lb.Properties.BackendAddressPools {
-			if p != nil && p.Properties != nil && len(p.Properties.BackendIPConfigurations) > 0 {
-				return 0, fmt.Errorf("pool %s has members, and taking them out needs the VM inventory (scale set, VM and network interface clients), which this controller runs without", ptr.Deref(p.Name, ""))
-			}
+	if m.o.Decoupler != nil {
+		return m.o.Decoupler.DecouplePools(ctx, pools, "")
+	}
+	for _, p := range pools {
+		if p != nil && p.Properties != nil && len(p.Properties.BackendIPConfigurations) > 0 {
+			return 0, fmt.Errorf("pool %s has members, and taking them out needs the VM inventory (scale set, VM and network interface clients), which this controller runs without", ptr.Deref(p.ID, ""))
 		}
 	}
 	return 0, nil
