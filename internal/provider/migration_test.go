@@ -30,13 +30,14 @@ import (
 // balancers (devenv.SeedBasicCluster), now handed to azlb with
 // loadBalancerSku standard.
 type basicHarness struct {
-	env     *devenv.Env
-	clients *azure.Clients
-	cs      *fake.Clientset
-	seeded  *devenv.BasicCluster
-	nodes   []*v1.Node
-	events  *testutil.EventLog
-	p       *Provider
+	env      *devenv.Env
+	clients  *azure.Clients
+	cs       *fake.Clientset
+	seeded   *devenv.BasicCluster
+	services []devenv.BasicService
+	nodes    []*v1.Node
+	events   *testutil.EventLog
+	p        *Provider
 }
 
 // The Services of the demo: every kind the migration must keep the IP of.
@@ -48,16 +49,23 @@ var basicServices = []devenv.BasicService{
 	{Name: "byaddr", Port: 82, UserPIP: "my-other-ip", ByAddress: true},
 }
 
-func newBasicHarness(t *testing.T, poolType string, services []devenv.BasicService) *basicHarness {
+func newBasicHarness(t testing.TB, poolType string, services []devenv.BasicService) *basicHarness {
+	return newBasicHarnessWith(t, emulator.Options{}, poolType, devenv.BasicOptions{Services: services})
+}
+
+// newBasicHarnessWith seeds the Basic cluster o (namespace "demo").
+func newBasicHarnessWith(t testing.TB, eo emulator.Options, poolType string, o devenv.BasicOptions) *basicHarness {
 	t.Helper()
 	ctx := context.Background()
-	env := testutil.StartEmulator(t, emulator.Options{}, func(c *config.Config) { c.LoadBalancerBackendPoolConfigurationType = poolType })
+	env := testutil.StartEmulator(t, eo, func(c *config.Config) { c.LoadBalancerBackendPoolConfigurationType = poolType })
 	h := &basicHarness{env: env, clients: testutil.Clients(t, env, azure.ClientOptions{}), cs: fake.NewClientset(), events: &testutil.EventLog{}}
-	seeded, err := env.SeedBasicCluster(ctx, h.cs, devenv.BasicOptions{Namespace: "demo", Services: services})
+	o.Namespace = "demo"
+	services := o.Services
+	seeded, err := env.SeedBasicCluster(ctx, h.cs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.seeded = seeded
+	h.seeded, h.services = seeded, services
 	for _, vm := range seeded.Nodes {
 		n := testutil.Node(vm.Name, testutil.InternalIPs(vm.IPs...))
 		n.Spec.ProviderID = vm.ProviderID
@@ -70,7 +78,7 @@ func newBasicHarness(t *testing.T, poolType string, services []devenv.BasicServi
 
 // restart builds a new provider, as a restarted controller has: a new
 // store (empty cache), inventory and migration state.
-func (h *basicHarness) restart(t *testing.T) {
+func (h *basicHarness) restart(t testing.TB) {
 	t.Helper()
 	inv, err := NewInventory(h.env.Config, h.clients)
 	if err != nil {
@@ -104,7 +112,7 @@ func (h *basicHarness) restart(t *testing.T) {
 	h.p = p
 }
 
-func (h *basicHarness) svc(t *testing.T, name string) *v1.Service {
+func (h *basicHarness) svc(t testing.TB, name string) *v1.Service {
 	t.Helper()
 	s, err := h.cs.CoreV1().Services("demo").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -115,7 +123,7 @@ func (h *basicHarness) svc(t *testing.T, name string) *v1.Service {
 
 // ensure reconciles a Service as the service controller does and writes
 // its status on success.
-func (h *basicHarness) ensure(t *testing.T, name string) (string, error) {
+func (h *basicHarness) ensure(t testing.TB, name string) (string, error) {
 	t.Helper()
 	s := h.svc(t, name)
 	st, err := h.p.EnsureLoadBalancer(context.Background(), "kubernetes", s, h.nodes)
@@ -146,7 +154,7 @@ func (h *basicHarness) ensureAll(t *testing.T) {
 	}
 }
 
-func (h *basicHarness) lbOrNil(t *testing.T, name string) *armnetwork.LoadBalancer {
+func (h *basicHarness) lbOrNil(t testing.TB, name string) *armnetwork.LoadBalancer {
 	t.Helper()
 	lb, err := h.clients.LoadBalancer.Get(context.Background(), devenv.ResourceGroup, name)
 	if azure.Classify(err) == azure.ClassStale {
@@ -175,7 +183,7 @@ func (h *basicHarness) requests(re string) []string {
 // Standard ones holding the Services with their old addresses, every
 // public IP Standard, Static, same id and address, the nodes in both
 // Standard pools.
-func (h *basicHarness) checkMigrated(t *testing.T, nicPools bool) {
+func (h *basicHarness) checkMigrated(t testing.TB, nicPools bool) {
 	t.Helper()
 	ctx := context.Background()
 	for _, name := range []string{"kubernetes", "kubernetes-internal"} {
@@ -209,9 +217,14 @@ func (h *basicHarness) checkMigrated(t *testing.T, nicPools bool) {
 		}
 	}
 	ilb := h.lbOrNil(t, "kubernetes-internal")
-	fe := findFrontend(ilb, names.Frontend(h.svc(t, "ilb"), v1.IPv4Protocol))
-	if fe == nil || *fe.Properties.PrivateIPAllocationMethod != armnetwork.IPAllocationMethodStatic || *fe.Properties.PrivateIPAddress != h.seeded.IPs["ilb"] {
-		t.Errorf("internal frontend %+v, want Static %s", fe, h.seeded.IPs["ilb"])
+	for _, s := range h.services {
+		if !s.Internal {
+			continue
+		}
+		fe := findFrontend(ilb, names.Frontend(h.svc(t, s.Name), v1.IPv4Protocol))
+		if fe == nil || *fe.Properties.PrivateIPAllocationMethod != armnetwork.IPAllocationMethodStatic || *fe.Properties.PrivateIPAddress != h.seeded.IPs[s.Name] {
+			t.Errorf("internal frontend of %s: %+v, want Static %s", s.Name, fe, h.seeded.IPs[s.Name])
+		}
 	}
 }
 
@@ -256,6 +269,17 @@ func TestBasicMigrationKeepsEveryIP(t *testing.T) {
 	}
 	if lastDecouple < 0 || firstDelete < lastDecouple || firstUpgrade < firstDelete {
 		t.Errorf("order of writes (decouple %d, delete %d, upgrade %d):\n%s", lastDecouple, firstDelete, firstUpgrade, strings.Join(writes, "\n"))
+	}
+	// The decoupling writes the scale set model once and each VM once,
+	// though each is in both Basic load balancers' pools.
+	decoupling := 0
+	for _, w := range writes[:max(firstDelete, 0)] {
+		if strings.HasPrefix(w, "PUT ") && strings.Contains(w, "Microsoft.Compute") {
+			decoupling++
+		}
+	}
+	if want := 1 + len(h.seeded.Nodes); decoupling != want {
+		t.Errorf("%d Compute writes to decouple, want %d (the model and each VM once):\n%s", decoupling, want, strings.Join(writes, "\n"))
 	}
 	if n := len(h.requests(`^DELETE .*/loadBalancers/`)); n != 2 {
 		t.Errorf("%d load balancer DELETEs, want the two Basic ones", n)
