@@ -1,8 +1,3 @@
-// Package keymutex serialises work per key: one holder of a key at a time,
-// different keys independent. An entry lives only while someone holds or
-// waits for its key, so keys may come and go without bound (Service UIDs,
-// scale sets, network interfaces). The zero Mutex is ready to use and safe
-// for concurrent use.
 package keymutex
 
 import "sync"
