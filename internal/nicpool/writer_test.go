@@ -53,7 +53,16 @@ func newEnv(t testing.TB, batch int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ac.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", armnetwork.LoadBalancer{
+	e := &env{dev: dev, cmp: cmp, ac: ac, inv: inv, w: w, events: events}
+	e.pool = e.standardLB(t, "kubernetes")
+	return e
+}
+
+// standardLB creates a Standard load balancer with an empty pool
+// "kubernetes" and returns the pool's id.
+func (e *env) standardLB(t testing.TB, name string) string {
+	t.Helper()
+	_, err := e.ac.LoadBalancer.CreateOrUpdate(context.Background(), devenv.ResourceGroup, name, armnetwork.LoadBalancer{
 		Location: to.Ptr(devenv.Location),
 		SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{
@@ -63,8 +72,7 @@ func newEnv(t testing.TB, batch int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := names.LoadBalancerRef{Subscription: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Name: "kubernetes"}
-	return &env{dev: dev, cmp: cmp, ac: ac, inv: inv, w: w, events: events, pool: ref.Child("backendAddressPools", "kubernetes")}
+	return names.LoadBalancerRef{Subscription: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Name: name}.Child("backendAddressPools", "kubernetes")
 }
 
 // members lists the pool's members (the owners of its ip configurations).
@@ -305,17 +313,7 @@ func TestEnsureMembersSkipsADeletingScaleSet(t *testing.T) {
 func TestEnsureMembersOfTwoPoolsAtOnceDoNotConflict(t *testing.T) {
 	e := newEnv(t, 1)
 	ctx := context.Background()
-	_, err := e.ac.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes-internal", armnetwork.LoadBalancer{
-		Location: to.Ptr(devenv.Location),
-		SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
-		Properties: &armnetwork.LoadBalancerPropertiesFormat{
-			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}},
-		},
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ilbPool := names.LoadBalancerRef{Subscription: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Name: "kubernetes-internal"}.Child("backendAddressPools", "kubernetes")
+	ilbPool := e.standardLB(t, "kubernetes-internal")
 	vmss, err := e.cmp.CreateScaleSet(ctx, "pool1", 3, devenv.ScaleSetOptions{})
 	if err != nil {
 		t.Fatal(err)

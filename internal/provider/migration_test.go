@@ -20,7 +20,6 @@ import (
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
-	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/testutil"
@@ -80,17 +79,7 @@ func newBasicHarnessWith(t testing.TB, eo emulator.Options, poolType string, o d
 // store (empty cache), inventory and migration state.
 func (h *basicHarness) restart(t testing.TB) {
 	t.Helper()
-	inv, err := NewInventory(h.env.Config, h.clients)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := &storeDecoupler{}
-	store := testutil.StartStore(t, lbstore.Options{Config: h.env.Config, LoadBalancers: h.clients.LoadBalancer, Pools: h.clients.BackendPool, Decoupler: dec})
-	p, err := New(Options{Config: h.env.Config, Clients: h.clients, Store: store, Recorder: h.events, Inventory: inv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec.w = p.nicPools
+	p := newComputeProvider(t, h.env.Config, h.clients, h.events)
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, n := range h.nodes {
 		if err := nodes.Add(n); err != nil {
