@@ -188,7 +188,9 @@ func TestSandboxBasicMigration(t *testing.T) {
 		}
 	}
 
-	if w := sandboxWrites(t, dir, migrationStart); !slices.ContainsFunc(w, func(s string) bool { return strings.HasPrefix(s, "DELETE ") && strings.HasSuffix(s, "/loadBalancers/kubernetes") }) {
+	if w := sandboxWrites(t, dir, migrationStart); !slices.ContainsFunc(w, func(s string) bool {
+		return strings.HasPrefix(s, "DELETE ") && strings.HasSuffix(s, "/loadBalancers/kubernetes")
+	}) {
 		t.Errorf("the emulator's request log shows no delete of the Basic load balancer: %v", w)
 	}
 
