@@ -154,44 +154,9 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	}
 
 	// Frontend targets: public IPs are ensured here, outside the lock.
-	inputs := make([]frontendInput, 0, len(families))
-	ingress := map[v1.IPFamily]string{}
-	keepPIPs := map[string]bool{}
-	for _, fam := range families {
-		in := frontendInput{family: fam}
-		if spec.Internal {
-			subnet := spec.InternalSubnet
-			if subnet == "" {
-				subnet = p.cfg.SubnetName
-			}
-			if subnet == "" || p.cfg.VnetName == "" {
-				return nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
-			}
-			in.subnetID = p.subnetID(subnet)
-			in.privateIP = requestedAddress(svc, spec, fam)
-			if in.privateIP == "" {
-				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
-			}
-			if in.privateIP == "" {
-				keep, err := p.statusPrivateIP(ctx, svc, lbName, fam, in.subnetID)
-				if err != nil {
-					return nil, err
-				}
-				in.keepIP = keep
-			}
-		} else {
-			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
-			if err != nil {
-				if ue := (*migration.UpgradeError)(nil); !errors.As(err, &ue) {
-					p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
-				}
-				return nil, err
-			}
-			in.publicIPID = pip.id
-			ingress[fam] = pip.address
-			keepPIPs[strings.ToLower(pip.id)] = true
-		}
-		inputs = append(inputs, in)
+	inputs, ingress, keepPIPs, err := p.frontendInputs(ctx, svc, spec, families, lbName, previous)
+	if err != nil {
+		return nil, err
 	}
 
 	pools := p.servicePoolNames(svc, families)
@@ -523,4 +488,52 @@ func serviceFamilies(svc *v1.Service) []v1.IPFamily {
 		return []v1.IPFamily{v1.IPv4Protocol}
 	}
 	return svc.Spec.IPFamilies
+}
+
+// frontendInputs are the Service's frontend targets, one per family: the
+// public IP (ensured here, outside the store's lock; its address is the
+// ingress) or the internal subnet and address. keepPIPs are the public IPs
+// the Service keeps.
+func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily, lbName string, previous serviceFrontendSet) (
+	[]frontendInput, map[v1.IPFamily]string, map[string]bool, error) {
+	inputs := make([]frontendInput, 0, len(families))
+	ingress := map[v1.IPFamily]string{}
+	keepPIPs := map[string]bool{}
+	for _, fam := range families {
+		in := frontendInput{family: fam}
+		if spec.Internal {
+			subnet := spec.InternalSubnet
+			if subnet == "" {
+				subnet = p.cfg.SubnetName
+			}
+			if subnet == "" || p.cfg.VnetName == "" {
+				return nil, nil, nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
+			}
+			in.subnetID = p.subnetID(subnet)
+			in.privateIP = requestedAddress(svc, spec, fam)
+			if in.privateIP == "" {
+				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
+			}
+			if in.privateIP == "" {
+				keep, err := p.statusPrivateIP(ctx, svc, lbName, fam, in.subnetID)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				in.keepIP = keep
+			}
+		} else {
+			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
+			if err != nil {
+				if ue := (*migration.UpgradeError)(nil); !errors.As(err, &ue) {
+					p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
+				}
+				return nil, nil, nil, err
+			}
+			in.publicIPID = pip.id
+			ingress[fam] = pip.address
+			keepPIPs[strings.ToLower(pip.id)] = true
+		}
+		inputs = append(inputs, in)
+	}
+	return inputs, ingress, keepPIPs, nil
 }
