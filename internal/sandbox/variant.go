@@ -49,14 +49,15 @@ type variantRun struct {
 	cs   kubernetes.Interface
 	logs string
 	step func(format string, args ...any)
-	// nodes are the simulated nodes (NIC and Basic demos).
+	// nodes are the simulated nodes (node agents).
 	nodes []nodeagent.Node
 }
 
 // seed writes the variant's azure.json and seeds what it needs in Azure
-// (the service gateway; the VMs of the NIC and Basic demos and their
-// simulated kubelets; the Basic cluster's load balancers, public IPs and
-// Services) before the controller starts. It returns the azure.json path.
+// (the service gateway; the NIC demo's VMs; the Basic cluster's VMs, load
+// balancers, public IPs and Services) and starts the node agents (kubelets
+// of the NIC and Basic demos' VMs; every node's kube-proxy) before the
+// controller starts. It returns the azure.json path.
 func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig string) (string, error) {
 	azureJSON := filepath.Join(v.o.Dir, AzureJSONFile)
 	var cfgJSON []byte
@@ -79,19 +80,22 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 	}
 	v.step("seeded resource group %s, virtual network %s; wrote %s", v.env.Config.ResourceGroup, v.env.Config.VnetName, azureJSON)
 	var nodes []nodeagent.Node
-	var err error
 	switch v.o.Variant {
+	case VariantContainer:
+		return azureJSON, nil // pods are the members there: no node agents
 	case VariantNIC:
+		var err error
 		if nodes, err = createNICVMs(ctx, v.env); err != nil {
 			return "", err
 		}
 		v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
 	case VariantBasic:
+		var err error
 		if nodes, err = seedBasic(ctx, v.env, v.cs, v.step); err != nil {
 			return "", err
 		}
 	default:
-		return azureJSON, nil
+		nodes = demoAgentNodes()
 	}
 	v.nodes = nodes
 	nodesFile, err := writeNodes(v.o.Dir, nodes)
@@ -102,7 +106,11 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 		"node-agent", "--kubeconfig", adminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
 		return "", err
 	}
-	v.step("simulated kubelets started for %d nodes (Ready follows each VM's power state)", len(nodes))
+	if v.o.Variant == VariantNIC || v.o.Variant == VariantBasic {
+		v.step("simulated kubelets and kube-proxies started for %d nodes (Ready follows each VM's power state)", len(nodes))
+	} else {
+		v.step("simulated kube-proxies started for %d nodes (each answers on its loopback address with its name)", len(nodes))
+	}
 	return azureJSON, nil
 }
 
