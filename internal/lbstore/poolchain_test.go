@@ -19,21 +19,31 @@ func warm(t *testing.T, s *lbstore.Store) {
 
 func fromCache() lbstore.PoolOptions { return lbstore.PoolOptions{WriteFromCache: true} }
 
+// warmStore is a store over the two seeded pools with its cache warm.
+func warmStore(t *testing.T) (*testutil.FakeARM, *lbstore.Store) {
+	f := testutil.NewFakeARM()
+	seedTwoPools(f)
+	s := newStore(t, f, nil)
+	warm(t, s)
+	return f, s
+}
+
+func bothDown() []lbstore.PoolEdit {
+	return []lbstore.PoolEdit{
+		edit(lbName, "kubernetes", setState("10.0.0.1", down)),
+		edit(lbName, "kubernetes-IPv6", setState("fd00::1", down)),
+	}
+}
+
 // Two pools of one load balancer are written from the cached copy without a
 // read, one after another, each with If-Match: the cached etag, then the
 // one the first write returned. The cache stays coherent: the next write
 // from it carries the current etag.
 func TestWriteFromCacheChainsIfMatchWithoutReads(t *testing.T) {
-	f := testutil.NewFakeARM()
-	seedTwoPools(f)
-	s := newStore(t, f, nil)
-	warm(t, s)
+	f, s := warmStore(t)
 	before := *f.LB(lbName).Etag
 	f.ResetCalls()
-	res := s.UpdatePools(context.Background(), "t", []lbstore.PoolEdit{
-		edit(lbName, "kubernetes", setState("10.0.0.1", down)),
-		edit(lbName, "kubernetes-IPv6", setState("fd00::1", down)),
-	}, fromCache())
+	res := s.UpdatePools(context.Background(), "t", bothDown(), fromCache())
 	for _, r := range res {
 		if r.Err != nil || !r.Written || r.Pool == nil {
 			t.Fatalf("result %+v", r)
@@ -70,18 +80,12 @@ func TestWriteFromCacheChainsIfMatchWithoutReads(t *testing.T) {
 // no write is sent from the stale copy after it, and both pools are read
 // afresh and written with If-Match, keeping the other writer's entry.
 func TestWriteFromCacheStaleCopyIsReadAgain(t *testing.T) {
-	f := testutil.NewFakeARM()
-	seedTwoPools(f)
-	s := newStore(t, f, nil)
-	warm(t, s)
+	f, s := warmStore(t)
 	stale := *f.LB(lbName).Etag
 	f.SeedPool(lbName, "kubernetes", testutil.Entry{Name: "n1", IP: "10.0.0.1"}, testutil.Entry{Name: "n2", IP: "10.0.0.2"},
 		testutil.Entry{Name: "n3", IP: "10.0.0.3"})
 	f.ResetCalls()
-	res := s.UpdatePools(context.Background(), "t", []lbstore.PoolEdit{
-		edit(lbName, "kubernetes", setState("10.0.0.1", down)),
-		edit(lbName, "kubernetes-IPv6", setState("fd00::1", down)),
-	}, fromCache())
+	res := s.UpdatePools(context.Background(), "t", bothDown(), fromCache())
 	for _, r := range res {
 		if r.Err != nil || !r.Written {
 			t.Fatalf("result %+v", r)
@@ -130,17 +134,11 @@ func TestWriteFromCacheReadsWhenTheCopyNeedsNoChange(t *testing.T) {
 // More than two pools of one load balancer are read and written
 // concurrently: a chain would take more round trips.
 func TestWriteFromCacheThreePoolsAreRead(t *testing.T) {
-	f := testutil.NewFakeARM()
-	seedTwoPools(f)
+	f, s := warmStore(t)
 	f.SeedPool(lbName, "default-web", testutil.Entry{Name: "n1", IP: "10.0.0.1"})
-	s := newStore(t, f, nil)
 	warm(t, s)
 	f.ResetCalls()
-	res := s.UpdatePools(context.Background(), "t", []lbstore.PoolEdit{
-		edit(lbName, "kubernetes", setState("10.0.0.1", down)),
-		edit(lbName, "kubernetes-IPv6", setState("fd00::1", down)),
-		edit(lbName, "default-web", setState("10.0.0.1", down)),
-	}, fromCache())
+	res := s.UpdatePools(context.Background(), "t", append(bothDown(), edit(lbName, "default-web", setState("10.0.0.1", down))), fromCache())
 	for _, r := range res {
 		if r.Err != nil || !r.Written {
 			t.Fatalf("result %+v", r)
