@@ -101,8 +101,8 @@ vet:
 
 golangci:
 	./hack/build-tools.sh golangci-lint
-	$(BIN)/golangci-lint run --timeout 15m $(PKGS)
-	cd hack/tools/image && $(BIN)/golangci-lint run --timeout 15m ./...
+	$(BIN)/golangci-lint run --allow-serial-runners --timeout 15m $(PKGS)
+	cd hack/tools/image && $(BIN)/golangci-lint run --allow-serial-runners --timeout 15m ./...
 
 sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container|basic; runs in the background)
 	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) --variant $(or $(SANDBOX),multi)
