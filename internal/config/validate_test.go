@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,10 @@ func TestValidate(t *testing.T) {
 		{"cloud any case", func(c *Config) { c.Cloud = "azurechinacloud" }, nil},
 		{"bad sku", func(c *Config) { c.LoadBalancerSKU = "premium" }, []string{`loadBalancerSku: must be one of basic, standard, service; got "premium"`}},
 		{"sku any case", func(c *Config) { c.LoadBalancerSKU = "BASIC" }, nil},
+		{"user agent", func(c *Config) { c.UserAgent = "azlb/replica-1 (pod azlb-7d9f)" }, nil},
+		{"user agent with a newline", func(c *Config) { c.UserAgent = "a\nX-Injected: 1" }, []string{"userAgent: must be printable ASCII"}},
+		{"user agent padded", func(c *Config) { c.UserAgent = " a" }, []string{"userAgent: must not start or end with a space"}},
+		{"user agent too long", func(c *Config) { c.UserAgent = strings.Repeat("a", 257) }, []string{"userAgent: must be at most 256 characters"}},
 		{"bad pool type", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "vmIP" }, []string{"loadBalancerBackendPoolConfigurationType: must be one of nodeIPConfiguration, nodeIP, podIP"}},
 		{"podIP alone", func(c *Config) { c.LoadBalancerBackendPoolConfigurationType = "podIP" }, []string{sgwTriple(false, "podIP", "standard")}},
 		{"service SKU alone", func(c *Config) { c.LoadBalancerSKU = "Service" }, []string{sgwTriple(false, BackendPoolNodeIP, "service")}},

@@ -1,0 +1,81 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// userAgent starts the User-Agent of every request, reads and writes
+// alike, before the SDK's own telemetry.
+func TestUserAgentStartsEveryRequest(t *testing.T) {
+	f := newFakeARM(t)
+	cfg := fakeConfig(f.srv.URL)
+	cfg.UserAgent = "azlb-replica-a"
+	c := newFakeClients(t, f, cfg, uniqueSource("test-user-agent"))
+	ctx := context.Background()
+	if _, err := c.LoadBalancer.Get(ctx, "rg", "lb1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LoadBalancer.CreateOrUpdate(ctx, "rg", "lb1", armnetwork.LoadBalancer{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	recs := f.records()
+	if len(recs) < 3 {
+		t.Fatalf("%d requests, want a GET, a PUT and its poll", len(recs))
+	}
+	for _, r := range recs {
+		if !strings.HasPrefix(r.userAgent, "azlb-replica-a ") || !strings.Contains(r.userAgent, "azsdk-go-") {
+			t.Errorf("%s %s: User-Agent %q, want azure.json's userAgent then the SDK's", r.method, r.path, r.userAgent)
+		}
+	}
+}
+
+// A closed fence refuses every write before it is sent, and never reads:
+// the error names the request and the fence's reason, and the SDK does not
+// retry it.
+func TestWriteFence(t *testing.T) {
+	f := newFakeARM(t)
+	c := newFakeClients(t, f, fakeConfig(f.srv.URL), uniqueSource("test-fence"))
+	ctx := context.Background()
+	var calls atomic.Int32
+	reason := errors.New("lease renewed 12s ago, renew deadline 10s")
+	c.SetWriteFence(func() error {
+		calls.Add(1)
+		return reason
+	})
+	if _, err := c.LoadBalancer.Get(ctx, "rg", "lb1"); err != nil {
+		t.Fatalf("a read must pass a closed fence: %v", err)
+	}
+	_, err := c.LoadBalancer.CreateOrUpdate(ctx, "rg", "lb1", armnetwork.LoadBalancer{}, "")
+	if !errors.Is(err, ErrWriteFenced) || !errors.Is(err, reason) || !strings.Contains(err.Error(), "PUT") {
+		t.Fatalf("write through a closed fence: %v", err)
+	}
+	if err := c.LoadBalancer.Delete(ctx, "rg", "lb1"); !errors.Is(err, ErrWriteFenced) {
+		t.Fatalf("delete through a closed fence: %v", err)
+	}
+	for _, r := range f.records() {
+		if r.method != "GET" {
+			t.Errorf("a fenced write reached ARM: %s %s", r.method, r.path)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("fence asked %d times, want once per write", n)
+	}
+	if Classify(err) != ClassOther {
+		t.Errorf("fenced write classified %v, want final (other)", Classify(err))
+	}
+
+	c.SetWriteFence(func() error { return nil })
+	if _, err := c.LoadBalancer.CreateOrUpdate(ctx, "rg", "lb1", armnetwork.LoadBalancer{}, ""); err != nil {
+		t.Fatalf("open fence: %v", err)
+	}
+	c.SetWriteFence(nil)
+	if err := c.LoadBalancer.Delete(ctx, "rg", "lb1"); err != nil {
+		t.Fatalf("no fence: %v", err)
+	}
+}
