@@ -21,7 +21,6 @@ import (
 	"runtime"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
@@ -109,24 +108,10 @@ func setup() error {
 // applyChart renders the chart with its defaults, applies its identities
 // and keeps its Deployment's container arguments.
 func applyChart(ctx context.Context) error {
-	manifest, err := devenv.RenderChart(ctx, filepath.Join(suite.root, "bin"), filepath.Join(suite.root, "deploy", "helm", "azlb"),
+	args, err := devenv.ApplyChartIdentities(ctx, suite.cs, filepath.Join(suite.root, "bin"), filepath.Join(suite.root, "deploy", "helm", "azlb"),
 		"--set", "image.registry=e2e.invalid")
-	if err != nil {
-		return err
-	}
-	objs, err := devenv.DecodeManifest("chart", manifest)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			suite.chartArgs = d.Spec.Template.Spec.Containers[0].Args
-		}
-	}
-	if suite.chartArgs == nil {
-		return fmt.Errorf("the chart renders no Deployment")
-	}
-	return devenv.Apply(ctx, suite.cs, "chart", devenv.Identities(objs))
+	suite.chartArgs = args
+	return err
 }
 
 func teardown() {
