@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/emulator/replay"
 	"github.com/azlb/azlb/internal/version"
@@ -74,7 +76,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opDur := fs.Duration("operation-duration", 0, "how long asynchronous operations stay InProgress")
 	budget := fs.Int("write-budget", emulator.DefaultWriteBudget, "writes per window per subscription before 429")
 	window := fs.Duration("write-budget-window", emulator.DefaultWriteBudgetWindow, "refill window of the write budget")
-	v4 := fs.String("public-ipv4-cidr", emulator.DefaultPublicIPv4CIDR, "range public IPv4 addresses are allocated from")
+	v4 := fs.String("public-ipv4-cidr", "", "range public IPv4 addresses are allocated from (default "+emulator.DefaultPublicIPv4CIDR+", or "+emulator.DefaultDataPlanePublicIPv4CIDR+" with --data-plane)")
+	dataPlane := fs.Bool("data-plane", false, "carry real TCP on loopback for load balancing rules whose frontend and members are loopback addresses (see docs/data-plane.md)")
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
 	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
 	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
@@ -99,7 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	id.resolve()
 	srv, err := emulator.Start(emulator.Options{
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
-		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6,
+		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage,
 		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret,
 	}, *listen, *plain)
@@ -117,6 +120,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ca = *caFile
 	}
 	fmt.Fprintf(stdout, "azlb-emulator serving ARM and AAD on %s (CA certificate: %s; tenant %s, client %s)\n", srv.URL(), ca, id.tenant, id.client)
+	if *dataPlane {
+		fmt.Fprintln(stdout, "azlb-emulator data plane on: load balancers on loopback carry traffic; GET /_emulator/dataplane shows what is served")
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -10,7 +10,7 @@
 //	                                                                 documented behaviour; exit 1 on drift
 //	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
 //	                                                                 a power action on a node's VM (ARM)
-//	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets (the NIC demo runs it)
+//	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets and kube-proxies (the sandbox runs it)
 //
 // Without flags, status, verify, vm and node-agent read the sandbox's
 // .sandbox/kubeconfig and .sandbox/azure.json.

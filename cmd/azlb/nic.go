@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -138,6 +139,20 @@ func nodeAgent(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Services and EndpointSlices make each agent its node's kube-proxy
+	// (the data plane's member on the node's loopback address).
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	svcs, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
+	svcs.Informer()
+	slices.Informer()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("the %v informer did not sync", typ)
+		}
+	}
 	return nodeagent.RunAll(ctx, nodes, nodeagent.Options{Client: cs,
-		Power: nodeagent.InventoryPower{Inventory: inv, MaxAge: *interval}, Interval: max(*interval, 100*time.Millisecond)})
+		Power: nodeagent.InventoryPower{Inventory: inv, MaxAge: *interval}, Interval: max(*interval, 100*time.Millisecond),
+		Services: svcs.Lister(), EndpointSlices: slices.Lister()})
 }

@@ -55,8 +55,37 @@ type Env struct {
 	// Config is a complete azure.json for the emulator, defaults applied.
 	Config *config.Config
 
-	caPEM []byte
+	caPEM   []byte
+	network Network
 }
+
+// Network is the address space Seed gives the virtual network and its
+// subnet.
+type Network struct {
+	VnetPrefixes, SubnetPrefixes []string
+}
+
+// DefaultNetwork is the seeded network unless WithNetwork says otherwise:
+// 10.0.0.0/8 with the subnet 10.240.0.0/16, and their IPv6 twins.
+var DefaultNetwork = Network{
+	VnetPrefixes:   []string{VnetCIDR, VnetCIDRv6},
+	SubnetPrefixes: []string{SubnetCIDR, SubnetCIDRv6},
+}
+
+// LoopbackNetwork puts the IPv4 subnet on loopback (127.240.0.0/16 in
+// 127.240.0.0/12), so that node addresses and internal frontends in it can
+// carry traffic through the emulator's data plane. IPv6 is as in
+// DefaultNetwork.
+var LoopbackNetwork = Network{
+	VnetPrefixes:   []string{"127.240.0.0/12", VnetCIDRv6},
+	SubnetPrefixes: []string{"127.240.0.0/16", SubnetCIDRv6},
+}
+
+// Option changes what Start and Connect seed.
+type Option func(*Env)
+
+// WithNetwork seeds the virtual network with n instead of DefaultNetwork.
+func WithNetwork(n Network) Option { return func(e *Env) { e.network = n } }
 
 // Emulator is the in-process emulator, for faults and the request log.
 func (e *Env) Emulator() *emulator.Emulator { return e.Server.Emulator() }
@@ -72,7 +101,7 @@ func (e *Env) Close() error {
 // Start runs an emulator on a loopback port, writes its CA to dir, seeds
 // it and returns the environment. mutate, if not nil, edits the config
 // (before defaults and validation).
-func Start(ctx context.Context, dir string, opts emulator.Options, mutate func(*config.Config)) (*Env, error) {
+func Start(ctx context.Context, dir string, opts emulator.Options, mutate func(*config.Config), seed ...Option) (*Env, error) {
 	srv, err := emulator.Start(opts, "", false)
 	if err != nil {
 		return nil, err
@@ -82,7 +111,7 @@ func Start(ctx context.Context, dir string, opts emulator.Options, mutate func(*
 		_ = srv.Close()
 		return nil, fmt.Errorf("write emulator CA: %w", err)
 	}
-	env, err := attach(ctx, srv.URL(), caFile, srv.CACertPEM(), mutate)
+	env, err := attach(ctx, srv.URL(), caFile, srv.CACertPEM(), mutate, seed)
 	if err != nil {
 		_ = srv.Close()
 		return nil, err
@@ -93,15 +122,15 @@ func Start(ctx context.Context, dir string, opts emulator.Options, mutate func(*
 
 // Connect seeds an emulator running elsewhere (azlb-emulator) at url whose
 // CA certificate is in caFile, and returns its environment.
-func Connect(ctx context.Context, url, caFile string, mutate func(*config.Config)) (*Env, error) {
+func Connect(ctx context.Context, url, caFile string, mutate func(*config.Config), seed ...Option) (*Env, error) {
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("read emulator CA: %w", err)
 	}
-	return attach(ctx, url, caFile, caPEM, mutate)
+	return attach(ctx, url, caFile, caPEM, mutate, seed)
 }
 
-func attach(ctx context.Context, url, caFile string, caPEM []byte, mutate func(*config.Config)) (*Env, error) {
+func attach(ctx context.Context, url, caFile string, caPEM []byte, mutate func(*config.Config), seed []Option) (*Env, error) {
 	raw := ConfigJSON(url, caFile)
 	var cfg config.Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
@@ -115,7 +144,10 @@ func attach(ctx context.Context, url, caFile string, caPEM []byte, mutate func(*
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("devenv config: %w", err)
 	}
-	env := &Env{URL: url, CAFile: caFile, Config: &cfg, caPEM: caPEM}
+	env := &Env{URL: url, CAFile: caFile, Config: &cfg, caPEM: caPEM, network: DefaultNetwork}
+	for _, o := range seed {
+		o(env)
+	}
 	if err := env.Seed(ctx); err != nil {
 		return nil, err
 	}
@@ -155,7 +187,8 @@ func (e *Env) Clients(ctx context.Context, opts azure.ClientOptions) (*azure.Cli
 }
 
 // Seed creates the resource group, the virtual network and its subnet
-// (dual-stack) if they are missing. It is idempotent.
+// (dual-stack, from the Env's Network) if they are missing. It is
+// idempotent.
 func (e *Env) Seed(ctx context.Context) error {
 	clients, err := e.Clients(ctx, azure.ClientOptions{Source: "devenv-seed"})
 	if err != nil {
@@ -165,6 +198,10 @@ func (e *Env) Seed(ctx context.Context) error {
 	if err := e.putResourceGroup(ctx, clients); err != nil {
 		return err
 	}
+	network := e.network
+	if len(network.VnetPrefixes) == 0 {
+		network = DefaultNetwork
+	}
 	vnets, err := armnetwork.NewVirtualNetworksClient(SubscriptionID, clients.Credential(), clients.ARMClientOptions("devenv-vnet"))
 	if err != nil {
 		return err
@@ -172,11 +209,11 @@ func (e *Env) Seed(ctx context.Context) error {
 	poller, err := vnets.BeginCreateOrUpdate(ctx, ResourceGroup, VnetName, armnetwork.VirtualNetwork{
 		Location: to.Ptr(Location),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(VnetCIDR), to.Ptr(VnetCIDRv6)}},
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: to.SliceOfPtrs(network.VnetPrefixes...)},
 			Subnets: []*armnetwork.Subnet{{
 				Name: to.Ptr(SubnetName),
 				Properties: &armnetwork.SubnetPropertiesFormat{
-					AddressPrefixes: []*string{to.Ptr(SubnetCIDR), to.Ptr(SubnetCIDRv6)},
+					AddressPrefixes: to.SliceOfPtrs(network.SubnetPrefixes...),
 				},
 			}},
 		},

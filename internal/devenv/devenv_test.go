@@ -83,3 +83,26 @@ func TestSeedServiceGateway(t *testing.T) {
 		t.Fatalf("services: %+v", svcs)
 	}
 }
+
+// WithNetwork seeds another address space: the loopback subnet the data
+// plane needs.
+func TestWithNetworkSeedsTheLoopbackSubnet(t *testing.T) {
+	ctx := context.Background()
+	env, err := Start(ctx, t.TempDir(), emulator.Options{}, nil, WithNetwork(LoopbackNetwork))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	clients, err := env.Clients(ctx, azure.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clients.Close()
+	subnet, err := clients.Subnet.Get(ctx, ResourceGroup, VnetName, SubnetName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := subnet.Properties.AddressPrefixes; len(p) != 2 || *p[0] != "127.240.0.0/16" {
+		t.Fatalf("subnet prefixes %v", p)
+	}
+}

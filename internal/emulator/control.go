@@ -184,6 +184,13 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		_, _ = w.Write(b)
+	case p == "/dataplane" && r.Method == http.MethodGet:
+		st, ok := e.DataPlaneStatus()
+		if !ok {
+			controlError(w, http.StatusNotFound, "the data plane is off (start the emulator with --data-plane)")
+			return
+		}
+		controlJSON(w, http.StatusOK, st)
 	case p == "/servicegateway" && r.Method == http.MethodPut:
 		var body struct {
 			PostStatus *int `json:"postStatus"`

@@ -39,6 +39,8 @@ type Emulator struct {
 
 	sgwPostStatus atomic.Int32 // SGWPostOK or SGWPostAccepted
 	sgwPageSize   atomic.Int32
+
+	dp *dataPlane // nil unless Options.DataPlane
 }
 
 // New returns an emulator with empty state. Invalid CIDRs in opts fall back
@@ -49,6 +51,9 @@ func New(opts Options) *Emulator {
 	if err := opts.validate(); err != nil {
 		e.configErr = err
 		e.opts.PublicIPv4CIDR, e.opts.PublicIPv6CIDR = DefaultPublicIPv4CIDR, DefaultPublicIPv6CIDR
+		if opts.DataPlane {
+			e.opts.PublicIPv4CIDR = DefaultDataPlanePublicIPv4CIDR
+		}
 		if s := e.opts.ServiceGatewayPOSTStatus; s != SGWPostOK && s != SGWPostAccepted {
 			e.opts.ServiceGatewayPOSTStatus = SGWPostOK
 		}
@@ -65,7 +70,19 @@ func New(opts Options) *Emulator {
 	e.sgwPostStatus.Store(int32(e.opts.ServiceGatewayPOSTStatus))
 	e.sgwPageSize.Store(int32(e.opts.ServiceGatewayPageSize))
 	e.resetState()
+	if opts.DataPlane {
+		e.dp = newDataPlane(opts)
+	}
 	return e
+}
+
+// Close stops the data plane, if any: its listeners close and its flows
+// end. The emulator keeps answering ARM calls.
+func (e *Emulator) Close() error {
+	if e.dp == nil {
+		return nil
+	}
+	return e.dp.close()
 }
 
 func (e *Emulator) resetState() {
@@ -110,6 +127,7 @@ func (e *Emulator) Reset() {
 	e.faults.clear()
 	e.log.reset()
 	e.budgets.reset()
+	e.syncDataPlane()
 }
 
 // statusWriter records the status code written.
@@ -194,6 +212,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lro = fault.LROResult
 	}
 	e.serveARM(sw, r, base, lro)
+	if e.dp != nil && isWriteMethod(r.Method) && sw.status/100 == 2 {
+		e.syncDataPlane()
+	}
 }
 
 // isAADPath reports whether path looks like /{tenant}/oauth2/... or

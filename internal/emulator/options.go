@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -15,6 +16,10 @@ const (
 	DefaultClientSecret   = "emulator-secret"
 	DefaultPublicIPv4CIDR = "20.40.0.0/16"
 	DefaultPublicIPv6CIDR = "2603:1030:40::/48"
+	// DefaultDataPlanePublicIPv4CIDR is where public IPv4 addresses come
+	// from when the data plane is on: a loopback range, so that the data
+	// plane can listen on them.
+	DefaultDataPlanePublicIPv4CIDR = "127.64.0.0/16"
 
 	// DefaultWriteBudget is Microsoft.Network's documented write limit per
 	// subscription: 1,000 writes per 5 minutes.
@@ -55,6 +60,15 @@ type Options struct {
 	// PublicIPv6CIDR is the range public IPv6 addresses are allocated from;
 	// "" means 2603:1030:40::/48.
 	PublicIPv6CIDR string
+	// DataPlane turns on the data plane (package dataplane): load
+	// balancing rules whose frontend address is on IPv4 loopback carry real
+	// TCP to the loopback members of their pools. Public IPv4 addresses
+	// then come from DefaultDataPlanePublicIPv4CIDR unless PublicIPv4CIDR
+	// says otherwise (it must be inside 127.0.0.0/8). Off by default.
+	DataPlane bool
+	// DataPlaneLogger receives the data plane's state changes (probe
+	// transitions, frontends it cannot listen on).
+	DataPlaneLogger klog.Logger
 	// TenantID, ClientID and ClientSecret name the one client-credentials
 	// identity the AAD endpoint accepts. Empty fields take the Default*
 	// constants.
@@ -82,6 +96,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PublicIPv4CIDR == "" {
 		o.PublicIPv4CIDR = DefaultPublicIPv4CIDR
+		if o.DataPlane {
+			o.PublicIPv4CIDR = DefaultDataPlanePublicIPv4CIDR
+		}
 	}
 	if o.PublicIPv6CIDR == "" {
 		o.PublicIPv6CIDR = DefaultPublicIPv6CIDR
@@ -118,6 +135,9 @@ func (o Options) validate() error {
 	}
 	if v4.Bits() > 30 {
 		return fmt.Errorf("emulator: PublicIPv4CIDR %q is too small (need /30 or larger)", o.PublicIPv4CIDR)
+	}
+	if o.DataPlane && (!v4.Addr().IsLoopback() || v4.Bits() < 8) {
+		return fmt.Errorf("emulator: PublicIPv4CIDR %q must be inside 127.0.0.0/8 when the data plane is on (it listens on loopback only)", o.PublicIPv4CIDR)
 	}
 	v6, err := netip.ParsePrefix(o.PublicIPv6CIDR)
 	if err != nil || !v6.Addr().Is6() || v6.Addr().Is4In6() {

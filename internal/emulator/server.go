@@ -103,6 +103,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.srv.Close()
 		<-s.done
+		_ = s.emu.Close()
 		if s.closeErr == nil {
 			s.closeErr = s.err
 		}
@@ -117,6 +118,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = s.srv.Close()
 	}
 	<-s.done
+	_ = s.emu.Close()
 	return err
 }
 

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/util/retry"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -29,7 +31,9 @@ type PowerSource interface {
 type Node struct {
 	Name string
 	// ProviderID names the node's VM (the Agent reads its power state; it
-	// does not put it on the node: the cloud node controller does).
+	// does not put it on the node: the cloud node controller does). Empty:
+	// the node has no VM and is always running; the Agent then leaves the
+	// Node object to whoever registered it and only runs its kube-proxy.
 	ProviderID string
 	// IPs are the node's addresses (InternalIP).
 	IPs    []string
@@ -44,19 +48,25 @@ type Options struct {
 	Clock clock.WithTicker
 	// Interval is the loop period (default DefaultInterval).
 	Interval time.Duration
+	// Services and EndpointSlices, when both are set, make every Agent the
+	// node's kube-proxy too (see Proxy): the data plane's member on the
+	// node's loopback address.
+	Services       corelisters.ServiceLister
+	EndpointSlices discoverylisters.EndpointSliceLister
 }
 
 // Agent simulates one node.
 type Agent struct {
 	node  Node
 	o     Options
-	ready *bool // the Ready status last written
+	ready *bool  // the Ready status last written
+	proxy *Proxy // nil without Service and EndpointSlice listers
 }
 
 // New builds an Agent.
 func New(node Node, o Options) (*Agent, error) {
-	if node.Name == "" || node.ProviderID == "" || o.Client == nil || o.Power == nil {
-		return nil, errors.New("nodeagent: node name, providerID, client and power source are required")
+	if node.Name == "" || o.Client == nil || (node.ProviderID != "" && o.Power == nil) {
+		return nil, errors.New("nodeagent: node name and client are required, and a power source for a node with a providerID")
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -64,7 +74,15 @@ func New(node Node, o Options) (*Agent, error) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
 	}
-	return &Agent{node: node, o: o}, nil
+	a := &Agent{node: node, o: o}
+	if o.Services != nil && o.EndpointSlices != nil {
+		p, err := NewProxy(node.Name, node.IPs, o.Services, o.EndpointSlices, klog.Background())
+		if err != nil {
+			return nil, err
+		}
+		a.proxy = p
+	}
+	return a, nil
 }
 
 // Run registers the node and keeps its status until ctx ends. Errors of one
@@ -74,6 +92,9 @@ func (a *Agent) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, log)
 	t := a.o.Clock.NewTicker(a.o.Interval)
 	defer t.Stop()
+	if a.proxy != nil {
+		defer a.proxy.Close()
+	}
 	for {
 		if err := a.Step(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Simulated node step failed; retrying")
@@ -87,13 +108,25 @@ func (a *Agent) Run(ctx context.Context) {
 }
 
 // Step runs one round of every simulated component: the kubelet's
-// registration and Ready condition.
+// registration and Ready condition, then the kube-proxy's ports (served
+// only while the VM runs).
 func (a *Agent) Step(ctx context.Context) error {
-	state, found, err := a.o.Power.PowerState(ctx, a.node.ProviderID)
-	if err != nil {
-		return fmt.Errorf("power state of %s: %w", a.node.ProviderID, err)
+	running := true
+	var kerr error
+	if a.node.ProviderID != "" {
+		state, found, err := a.o.Power.PowerState(ctx, a.node.ProviderID)
+		if err != nil {
+			return fmt.Errorf("power state of %s: %w", a.node.ProviderID, err)
+		}
+		running = found && state == "running"
+		kerr = a.kubelet(ctx, state, found)
 	}
-	return a.kubelet(ctx, state, found)
+	if a.proxy != nil {
+		if err := a.proxy.Sync(running); err != nil {
+			return errors.Join(kerr, err)
+		}
+	}
+	return kerr
 }
 
 // kubelet registers the node (while its VM runs) and writes its Ready

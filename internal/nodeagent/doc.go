@@ -9,11 +9,20 @@
 //   - keeps the node's Ready condition in step with the VM's power state:
 //     True while the VM runs, False (reason KubeletNotReady) otherwise, so
 //     an ARM deallocate makes the node NotReady and a start makes it Ready
-//     again, which is what the cloud node lifecycle controller acts on.
+//     again, which is what the cloud node lifecycle controller acts on;
+//   - with Service and EndpointSlice listers, is also the node's kube-proxy
+//     for the emulator's data plane (Proxy): on the node's loopback address
+//     it serves the node port (and, with floating IP, the Service port) of
+//     every Service, answering with the node's name, resets traffic kube-proxy
+//     would refuse, and answers health check node ports from the node's
+//     ready endpoints. While the VM is not running it serves nothing.
+//
+// A node without a VM (no providerID) is always running: the Agent then
+// only runs its kube-proxy (the node was registered by whoever created it).
 //
 // The Agent is deliberately small: each simulated node component is one
-// step of its loop (today the kubelet's status), so further components can
-// join the same per-node loop. Time comes from an injected clock.
+// step of its loop, so further components can join the same per-node loop.
+// Time comes from an injected clock.
 //
-// Operator documentation: docs/node-lifecycle.md.
+// Operator documentation: docs/node-lifecycle.md, docs/data-plane.md.
 package nodeagent

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/nodeagent"
 )
 
 // DemoNamespace holds the demo Services.
@@ -23,18 +26,30 @@ type demoNode struct {
 
 // DemoNodes: three nodes in pool1 (on load balancer "kubernetes") and two
 // in pool2 (on "lb-pool2", whose nodeSelector matches them).
+// Their IPv4 addresses are on loopback (the sandbox's subnet is
+// 127.240.0.0/16), where the emulator's data plane reaches them.
 var demoNodes = []demoNode{
-	{"aks-pool1-0", "10.240.0.4", "fd00:10::4", "pool1"},
-	{"aks-pool1-1", "10.240.0.5", "fd00:10::5", "pool1"},
-	{"aks-pool1-2", "10.240.0.6", "fd00:10::6", "pool1"},
-	{"aks-pool2-0", "10.240.1.4", "fd00:10::104", "pool2"},
-	{"aks-pool2-1", "10.240.1.5", "fd00:10::105", "pool2"},
+	{"aks-pool1-0", "127.240.0.4", "fd00:10::4", "pool1"},
+	{"aks-pool1-1", "127.240.0.5", "fd00:10::5", "pool1"},
+	{"aks-pool1-2", "127.240.0.6", "fd00:10::6", "pool1"},
+	{"aks-pool2-0", "127.240.1.4", "fd00:10::104", "pool2"},
+	{"aks-pool2-1", "127.240.1.5", "fd00:10::105", "pool2"},
+}
+
+// demoAgentNodes are the demo nodes as the node agent runs them: without a
+// VM (createDemo registers them), so only their kube-proxy runs.
+func demoAgentNodes() []nodeagent.Node {
+	out := make([]nodeagent.Node, 0, len(demoNodes))
+	for _, d := range demoNodes {
+		out = append(out, nodeagent.Node{Name: d.name, IPs: []string{d.ip, d.ipv6}})
+	}
+	return out
 }
 
 // createDemo creates the demo nodes, namespace and Services: "web"
 // (ExternalTrafficPolicy=Cluster, port 80, placed automatically) and "api"
-// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation,
-// with an EndpointSlice whose endpoints run on aks-pool1-1 and aks-pool2-0).
+// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation),
+// and their EndpointSlices.
 func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	for _, d := range demoNodes {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{
@@ -59,22 +74,41 @@ func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 			return fmt.Errorf("create service %s: %w", svc.Name, err)
 		}
 	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: DemoNamespace, Name: "api-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "api", discoveryv1.LabelManagedBy: "azlb-sandbox"},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}},
-		Endpoints: []discoveryv1.Endpoint{
-			{Addresses: []string{"10.244.1.10"}, NodeName: ptr.To("aks-pool1-1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-			{Addresses: []string{"10.244.3.10"}, NodeName: ptr.To("aks-pool2-0"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-		},
-	}
-	if _, err := cs.DiscoveryV1().EndpointSlices(DemoNamespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create endpointslice: %w", err)
+	// The Services' pods: "web" on two nodes (traffic reaching any node is
+	// forwarded to them), "api" on aks-pool1-1 and aks-pool2-0 (only those
+	// answer its health probe).
+	for _, sl := range []*discoveryv1.EndpointSlice{
+		demoSlice("web", 80, map[string]string{"aks-pool1-0": "10.244.0.10", "aks-pool2-1": "10.244.4.10"}),
+		demoSlice("api", 8080, map[string]string{"aks-pool1-1": "10.244.1.10", "aks-pool2-0": "10.244.3.10"}),
+	} {
+		if _, err := cs.DiscoveryV1().EndpointSlices(DemoNamespace).Create(ctx, sl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create endpointslice %s: %w", sl.Name, err)
+		}
 	}
 	return nil
+}
+
+// demoSlice is an EndpointSlice of a demo Service with one ready endpoint
+// per node (node name -> pod address).
+func demoSlice(svc string, port int32, pods map[string]string) *discoveryv1.EndpointSlice {
+	sl := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: DemoNamespace, Name: svc + "-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: "azlb-sandbox"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(v1.ProtocolTCP)}},
+	}
+	nodes := make([]string, 0, len(pods))
+	for n := range pods {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{pods[n]}, NodeName: ptr.To(n),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	return sl
 }
 
 func demoService(name string, port int32, policy v1.ServiceExternalTrafficPolicy) *v1.Service {

@@ -19,7 +19,7 @@ import (
 	"github.com/azlb/azlb/internal/nodeagent"
 )
 
-// NodesFile lists the simulated nodes of the NIC demo (nodeagent.Node as
+// NodesFile lists the simulated nodes of the sandbox (nodeagent.Node as
 // JSON); `azlb node-agent` reads it.
 const NodesFile = "nodes.json"
 
@@ -62,7 +62,7 @@ func createNICVMs(ctx context.Context, env *devenv.Env) ([]nodeagent.Node, error
 	return out, nil
 }
 
-// writeNodes writes the NIC demo's nodes for `azlb node-agent`.
+// writeNodes writes the simulated nodes for `azlb node-agent`.
 func writeNodes(dir string, nodes []nodeagent.Node) (string, error) {
 	b, err := json.MarshalIndent(nodes, "", "  ")
 	if err != nil {

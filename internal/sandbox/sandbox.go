@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
 )
 
 // Options of Up.
@@ -86,14 +87,14 @@ func Up(ctx context.Context, o Options) error {
 	_ = os.Remove(caFile)
 	emuLog := filepath.Join(logs, "emulator.log")
 	if err := startDetached(o.Dir, "azlb-emulator", emuLog, filepath.Join(o.BinDir, "azlb-emulator"),
-		"--listen", "127.0.0.1:0", "--ca-file", caFile); err != nil {
+		"--listen", "127.0.0.1:0", "--ca-file", caFile, "--data-plane"); err != nil {
 		return err
 	}
 	url, err := waitForLine(ctx, emuLog, "https://127.0.0.1:")
 	if err != nil {
 		return fmt.Errorf("emulator did not start (see %s): %w", emuLog, err)
 	}
-	step("ARM emulator serving on %s", url)
+	step("ARM emulator serving on %s (data plane on: Service IPs from %s)", url, emulator.DefaultDataPlanePublicIPv4CIDR)
 
 	// 2. etcd + kube-apiserver.
 	kubeLog, err := os.Create(filepath.Join(logs, "kube.log"))
@@ -116,7 +117,7 @@ func Up(ctx context.Context, o Options) error {
 	cs := kubernetes.NewForConfigOrDie(rc)
 
 	// 3. Seed Azure, write azure.json, apply RBAC, start the controller.
-	env, err := devenv.Connect(ctx, url, caFile, nil)
+	env, err := devenv.Connect(ctx, url, caFile, nil, devenv.WithNetwork(devenv.LoopbackNetwork))
 	if err != nil {
 		return err
 	}

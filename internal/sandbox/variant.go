@@ -43,13 +43,14 @@ type variantRun struct {
 	env  *devenv.Env
 	logs string
 	step func(format string, args ...any)
-	// nodes are the NIC demo's simulated nodes.
+	// nodes are the simulated nodes (node agents).
 	nodes []nodeagent.Node
 }
 
 // seed writes the variant's azure.json and seeds what it needs in Azure
-// (the service gateway; the NIC demo's VMs and their simulated kubelets)
-// before the controller starts. It returns the azure.json path.
+// (the service gateway; the NIC demo's VMs) and starts the node agents
+// (kubelets of the NIC demo's VMs; every node's kube-proxy) before the
+// controller starts. It returns the azure.json path.
 func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig string) (string, error) {
 	azureJSON := filepath.Join(v.o.Dir, AzureJSONFile)
 	var cfgJSON []byte
@@ -69,24 +70,33 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 		return "", err
 	}
 	v.step("seeded resource group %s, virtual network %s; wrote %s", v.env.Config.ResourceGroup, v.env.Config.VnetName, azureJSON)
-	if v.o.Variant != VariantNIC {
-		return azureJSON, nil
-	}
-	nodes, err := createNICVMs(ctx, v.env)
-	if err != nil {
-		return "", err
+	var nodes []nodeagent.Node
+	switch v.o.Variant {
+	case VariantContainer:
+		return azureJSON, nil // pods are the members there: no node agents
+	case VariantNIC:
+		var err error
+		if nodes, err = createNICVMs(ctx, v.env); err != nil {
+			return "", err
+		}
+		v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
+	default:
+		nodes = demoAgentNodes()
 	}
 	v.nodes = nodes
 	nodesFile, err := writeNodes(v.o.Dir, nodes)
 	if err != nil {
 		return "", err
 	}
-	v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
 	if err := startDetached(v.o.Dir, "azlb-node-agent", filepath.Join(v.logs, "node-agent.log"), filepath.Join(v.o.BinDir, "azlb"),
 		"node-agent", "--kubeconfig", adminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
 		return "", err
 	}
-	v.step("simulated kubelets started for %d nodes (Ready follows each VM's power state)", len(nodes))
+	if v.o.Variant == VariantNIC {
+		v.step("simulated kubelets and kube-proxies started for %d nodes (Ready follows each VM's power state)", len(nodes))
+	} else {
+		v.step("simulated kube-proxies started for %d nodes (each answers on its loopback address with its name)", len(nodes))
+	}
 	return azureJSON, nil
 }
 

@@ -34,11 +34,18 @@ type controller struct {
 	port int
 }
 
-// writeConfig writes an azure.json for the emulator with extra fields.
+// writeConfig writes an azure.json for the suite's emulator with extra
+// fields.
 func writeConfig(t *testing.T, extra map[string]any) string {
 	t.Helper()
+	return writeConfigFor(t, suite.env, extra)
+}
+
+// writeConfigFor writes an azure.json for env's emulator with extra fields.
+func writeConfigFor(t *testing.T, env *devenv.Env, extra map[string]any) string {
+	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(devenv.ConfigJSON(suite.env.Server.URL(), suite.env.CAFile), &m); err != nil {
+	if err := json.Unmarshal(devenv.ConfigJSON(env.Server.URL(), env.CAFile), &m); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range extra {

@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +111,9 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 
 // The README's first command: everything starts, the demo Services get
 // their IPs, azlb status shows both load balancers and the Local Service's
-// dedicated pool, a taint shows as Down, and Down stops every process.
+// dedicated pool, the Services answer through the data plane (the Local one
+// only from nodes with its endpoints), a taint shows as Down and takes the
+// node out of rotation, and Down stops every process.
 func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
 	opts, out := upSandbox(t, "")
@@ -129,6 +133,31 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		}
 	}
 
+	// The data plane: curl http://<ingress-ip>:<port>/ shows the node that
+	// served it; the Local Service only from nodes with its endpoints.
+	web, api := sandboxFrontend(t, cs, "web"), sandboxFrontend(t, cs, "api")
+	servedBy := func(fe netip.AddrPort, allowed ...string) map[string]int {
+		t.Helper()
+		seen := map[string]int{}
+		eventually(t, 60*time.Second, "answers from "+fe.String(), func(context.Context) (bool, error) {
+			name, err := testutil.Hello(fe, 2*time.Second)
+			return err == nil && name != "", nil
+		})
+		for range 30 {
+			name, err := testutil.Hello(fe, 2*time.Second)
+			if err != nil {
+				t.Fatalf("GET http://%s/: %v", fe, err)
+			}
+			if !slices.Contains(allowed, name) {
+				t.Fatalf("GET http://%s/ answered by %q, want one of %v", fe, name, allowed)
+			}
+			seen[name]++
+		}
+		return seen
+	}
+	servedBy(web, "aks-pool1-0", "aks-pool1-1", "aks-pool1-2")
+	servedBy(api, "aks-pool1-1", "aks-pool2-0")
+
 	setTaintsWith(t, cs, "aks-pool1-1", "node.kubernetes.io/out-of-service")
 	eventually(t, 30*time.Second, "aks-pool1-1 Down in azlb status", func(context.Context) (bool, error) {
 		for _, line := range strings.Split(render(), "\n") {
@@ -139,11 +168,12 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		}
 		return true, nil
 	})
+	servedBy(web, "aks-pool1-0", "aks-pool1-2") // no new connection reaches the Down node
 
 	verifySandbox(t, opts)
 
 	sandbox.Down(dir)
-	for _, pidFile := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", filepath.Join("kube", "kube-apiserver.pid"), filepath.Join("kube", "etcd.pid")} {
+	for _, pidFile := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid"), filepath.Join("kube", "etcd.pid")} {
 		if _, err := os.Stat(filepath.Join(dir, pidFile)); err == nil {
 			t.Errorf("%s left behind after Down", pidFile)
 		}
@@ -170,6 +200,20 @@ func verifySandbox(t *testing.T, opts sandbox.Options) {
 	if !strings.Contains(string(out), "clean") {
 		t.Fatalf("azlb verify exited 0 without saying clean:\n%s", out)
 	}
+}
+
+// sandboxFrontend is a demo Service's ingress address and port.
+func sandboxFrontend(t *testing.T, cs kubernetes.Interface, name string) netip.AddrPort {
+	t.Helper()
+	svc, err := cs.CoreV1().Services(sandbox.DemoNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := netip.ParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return netip.AddrPortFrom(ip, uint16(svc.Spec.Ports[0].Port))
 }
 
 // checkSandboxRaces fails on data races in azlb code the sandbox's

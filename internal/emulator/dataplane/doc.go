@@ -1,0 +1,41 @@
+// Package dataplane is the ARM emulator's optional data plane: it carries
+// real TCP on loopback for the load balancers the emulator holds, so that
+// what a client feels (which member serves a new connection, whether an
+// established one survives) can be measured, not only which ARM property
+// changed.
+//
+// Contract:
+//
+//   - The emulator drives it through one narrow call: Apply(Config) with
+//     the whole desired state (every load balancing rule, its frontend
+//     address and port, its members with their admin states, its probe,
+//     idle timeout, TCP reset and distribution mode). Apply is idempotent
+//     and never fails; what cannot be served (a frontend that is not an
+//     IPv4 loopback address, port 0, protocol All, a port already taken) is reported
+//     by Status with the reason.
+//   - A served rule listens on its frontend address and port and relays
+//     every accepted connection (TCP) or flow (UDP: a client address and
+//     port) to one member on the backend port, chosen
+//     by hashing the flow (rendezvous hashing over the 5-tuple, or the
+//     2-/3-tuple of the SourceIP modes) among the eligible members. The
+//     member sees the connection come from the frontend's address (the
+//     client's cannot be kept by a relay).
+//   - Eligibility follows Azure: on a rule with a probe, AdminState Up
+//     always takes new flows, Down never does, None follows the probe; on a
+//     rule without a probe every member does. Members are probed (TCP
+//     connect, or HTTP(S) GET expecting 200) every Interval; Threshold
+//     consecutive results change their state; an HTTP answer other than 200
+//     takes a member out at once. A member starts Down until probed Up.
+//   - Established TCP flows are never moved: a member going Down (probe or
+//     admin state) keeps its flows; a UDP flow moves to another member with
+//     its next datagram, as Azure does. A member removed from the pool has its
+//     flows reset after the pool's drain period. A flow idle for the rule's
+//     idle timeout is reset at both ends when TCP reset is on, otherwise
+//     silently dropped (nothing is relayed any more).
+//   - It only ever connects to loopback IPv4 addresses and only listens on
+//     them: members elsewhere are never probed nor chosen.
+//   - Time (probe intervals, idle timeouts, drain periods) comes from
+//     Options.Clock, so tests step it; single connection attempts use real
+//     network timeouts.
+//   - Close stops everything and waits for every goroutine it started.
+package dataplane

@@ -1,0 +1,501 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options.
+const (
+	DefaultDialTimeout   = 2 * time.Second
+	DefaultProbeTimeout  = 5 * time.Second
+	DefaultSweepInterval = time.Second
+)
+
+// Options configure a Plane.
+type Options struct {
+	// Clock drives probe intervals, idle timeouts and drain periods
+	// (default: the real clock). Network timeouts of single connection
+	// attempts use real time.
+	Clock clock.WithTicker
+	// Logger receives state changes (probe transitions, listeners that
+	// cannot be opened). The zero value discards them.
+	Logger klog.Logger
+	// DialTimeout bounds a connection attempt to a member (default 2 s).
+	DialTimeout time.Duration
+	// ProbeTimeout bounds one probe; a probe never takes longer than its
+	// interval either (default 5 s).
+	ProbeTimeout time.Duration
+	// SweepInterval is how often idle flows and drain periods are checked
+	// (default 1 s).
+	SweepInterval time.Duration
+}
+
+// Plane is the emulated data plane. Apply hands it the desired state;
+// it listens on every served rule's frontend, probes members and relays
+// flows. All methods are safe for concurrent use.
+type Plane struct {
+	o      Options
+	prober *prober
+
+	mu      sync.Mutex
+	closed  bool
+	rules   map[string]*ruleState // lower(rule id)
+	targets map[healthKey]*target
+
+	stopSweep chan struct{}
+	wg        sync.WaitGroup
+}
+
+// ruleState is a rule at run time. Its counters live as long as a rule
+// with its id does.
+type ruleState struct {
+	p        *Plane
+	counters ruleCounters
+
+	mu       sync.Mutex
+	cfg      Rule
+	unserved string
+	members  []memberRT
+	stats    map[netip.Addr]*memberStats
+	ln       net.Listener // a TCP rule's listener
+	udp      *udpServer   // a UDP rule's socket
+	lnAddr   netip.AddrPort
+	lnProto  Protocol
+	flows    map[*flow]struct{} // TCP flows
+}
+
+// served reports whether the rule has its listener or socket open.
+func (rs *ruleState) served() bool { return rs.ln != nil || rs.udp != nil }
+
+type ruleCounters struct {
+	newFlows, noBackend, backendFailures, idleTimeouts, drainResets atomic.Uint64
+	bytesIn, bytesOut                                               atomic.Uint64
+	active                                                          atomic.Int64
+}
+
+type memberStats struct {
+	newFlows atomic.Uint64
+	active   atomic.Int64
+}
+
+// New starts a Plane with nothing to serve.
+func New(o Options) *Plane {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	p := &Plane{
+		o:         o,
+		rules:     map[string]*ruleState{},
+		targets:   map[healthKey]*target{},
+		stopSweep: make(chan struct{}),
+	}
+	p.prober = &prober{clock: o.Clock, timeout: o.ProbeTimeout, wg: &p.wg,
+		logf: func(format string, args ...any) { o.Logger.Info(fmt.Sprintf(format, args...)) }}
+	p.wg.Add(1)
+	go p.sweep()
+	return p
+}
+
+// Apply makes cfg the served state: listeners open and close, probes
+// start and stop, members join and leave. It returns at once (listening
+// sockets are bound before it returns); nothing in cfg makes it fail:
+// what cannot be served is reported by Status.
+func (p *Plane) Apply(cfg Config) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	seen := map[string]bool{}
+	want := map[healthKey]Probe{}
+	type socket struct {
+		addr  netip.AddrPort
+		proto Protocol
+	}
+	claimed := map[socket]string{}
+	var applied []*ruleState
+	for _, r := range cfg.Rules {
+		id := strings.ToLower(r.ID)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		rs := p.rules[id]
+		if rs == nil {
+			rs = &ruleState{p: p, stats: map[netip.Addr]*memberStats{}, flows: map[*flow]struct{}{}}
+			p.rules[id] = rs
+		}
+		reason := r.check()
+		if reason == "" {
+			if other, dup := claimed[socket{r.Frontend, r.Protocol}]; dup {
+				reason = fmt.Sprintf("frontend %s (%s) is already served by rule %s", r.Frontend, r.Protocol, other)
+			} else {
+				claimed[socket{r.Frontend, r.Protocol}] = r.ID
+			}
+		}
+		if reason == "" && r.Probe != nil {
+			for _, m := range r.Members {
+				if reachable(m.Addr) {
+					want[healthKey{strings.ToLower(r.Probe.ID), m.Addr}] = *r.Probe
+				}
+			}
+		}
+		p.setRule(rs, r, reason)
+		applied = append(applied, rs)
+	}
+	for id, rs := range p.rules {
+		if !seen[id] {
+			p.dropRule(rs)
+			delete(p.rules, id)
+		}
+	}
+	p.syncTargets(want)
+	for _, rs := range applied {
+		rs.resolve(p.targets)
+	}
+}
+
+// setRule installs r as rs's configuration: its listener follows the
+// frontend, and flows of members that left the rule drain.
+func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
+	rs.mu.Lock()
+	rs.cfg, rs.unserved = r, reason
+	if reason != "" || (rs.served() && (rs.lnAddr != r.Frontend || rs.lnProto != r.Protocol)) {
+		p.closeListenerLocked(rs)
+	}
+	if reason != "" {
+		rs.resetFlowsLocked(nil)
+	}
+	present := map[netip.Addr]bool{}
+	for _, m := range r.Members {
+		present[m.Addr] = true
+	}
+	var gone []*flow
+	for f := range rs.flows {
+		if present[f.member] {
+			f.drainAt = time.Time{}
+			continue
+		}
+		if f.drainAt.IsZero() {
+			if r.DrainPeriod <= 0 {
+				gone = append(gone, f)
+				continue
+			}
+			f.drainAt = p.o.Clock.Now().Add(r.DrainPeriod)
+		}
+	}
+	rs.mu.Unlock()
+	for _, f := range gone {
+		rs.counters.drainResets.Add(1)
+		f.reset()
+	}
+	if reason == "" && !rs.served() {
+		p.listen(rs)
+	}
+}
+
+// listen opens rs's listener (p.mu held). A failure is kept as the rule's
+// reason and retried by the sweeper.
+func (p *Plane) listen(rs *ruleState) {
+	rs.mu.Lock()
+	fe, proto := rs.cfg.Frontend, rs.cfg.Protocol
+	rs.mu.Unlock()
+	var ln net.Listener
+	var pc *net.UDPConn
+	var err error
+	if proto == ProtocolUDP {
+		pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(fe))
+	} else {
+		ln, err = net.Listen("tcp4", fe.String())
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if err != nil {
+		rs.unserved = "listen: " + err.Error()
+		p.o.Logger.Info("Data plane cannot listen on a frontend; retrying", "rule", rs.cfg.ID, "frontend", fe, "err", err)
+		return
+	}
+	rs.unserved = ""
+	rs.lnAddr, rs.lnProto = fe, proto
+	if pc != nil {
+		rs.udp = p.serveUDP(rs, pc)
+		return
+	}
+	rs.ln = ln
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.accept(rs, ln)
+	}()
+}
+
+func (p *Plane) closeListenerLocked(rs *ruleState) {
+	if rs.udp != nil {
+		rs.udp.close()
+		rs.udp = nil
+	}
+	if rs.ln == nil {
+		return
+	}
+	_ = rs.ln.Close()
+	rs.ln = nil
+	rs.resetFlowsLocked(nil)
+}
+
+// dropRule tears a rule down: its listener closes and its flows are reset.
+func (p *Plane) dropRule(rs *ruleState) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	p.closeListenerLocked(rs)
+	rs.resetFlowsLocked(nil)
+}
+
+// resetFlowsLocked resets rs's flows (those matching keep==nil: all).
+func (rs *ruleState) resetFlowsLocked(keep func(*flow) bool) {
+	for f := range rs.flows {
+		if keep == nil || !keep(f) {
+			f.reset()
+		}
+	}
+}
+
+// syncTargets starts, restarts (probe changed) and stops probing loops so
+// that exactly want is probed (p.mu held).
+func (p *Plane) syncTargets(want map[healthKey]Probe) {
+	for k, t := range p.targets {
+		pr, ok := want[k]
+		if !ok {
+			t.halt()
+			delete(p.targets, k)
+			continue
+		}
+		t.mu.Lock()
+		same := t.probe == pr
+		t.mu.Unlock()
+		if !same {
+			t.halt()
+			t.mu.Lock()
+			t.probe = pr
+			t.mu.Unlock()
+			p.prober.start(t)
+		}
+	}
+	for k, pr := range want {
+		if _, ok := p.targets[k]; ok {
+			continue
+		}
+		t := &target{key: k, probe: pr}
+		p.targets[k] = t
+		p.prober.start(t)
+	}
+}
+
+// resolve binds rs's members to their health and counters.
+func (rs *ruleState) resolve(targets map[healthKey]*target) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	ms := make([]memberRT, 0, len(rs.cfg.Members))
+	dedup := map[netip.Addr]bool{}
+	for _, m := range rs.cfg.Members {
+		if dedup[m.Addr] {
+			continue
+		}
+		dedup[m.Addr] = true
+		st := rs.stats[m.Addr]
+		if st == nil {
+			st = &memberStats{}
+			rs.stats[m.Addr] = st
+		}
+		rt := memberRT{Member: m, stats: st}
+		if rs.cfg.Probe != nil {
+			rt.health = targets[healthKey{strings.ToLower(rs.cfg.Probe.ID), m.Addr}]
+		}
+		ms = append(ms, rt)
+	}
+	for a, st := range rs.stats {
+		if !dedup[a] && st.active.Load() == 0 {
+			delete(rs.stats, a)
+		}
+	}
+	rs.members = ms
+}
+
+// accept serves a listener until it closes.
+func (p *Plane) accept(rs *ruleState, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			p.o.Logger.Info("Data plane accept failed", "frontend", ln.Addr(), "err", err)
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.serve(rs, c.(*net.TCPConn))
+		}()
+	}
+}
+
+// serve starts a new flow for client: it picks a member, connects to it
+// and relays. A flow with no eligible member, or whose member refuses, is
+// reset.
+func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
+	src, _ := netip.ParseAddrPort(client.RemoteAddr().String())
+	dst, _ := netip.ParseAddrPort(client.LocalAddr().String())
+	rs.mu.Lock()
+	cfg := rs.cfg
+	i, ok := pick(rs.members, cfg.Probe != nil, cfg.Probe != nil && cfg.Probe.AllProbedUp, cfg.Distribution, protoTCP, src, dst)
+	var m memberRT
+	if ok {
+		m = rs.members[i]
+	}
+	rs.mu.Unlock()
+	if !ok {
+		rs.counters.noBackend.Add(1)
+		resetConn(client)
+		return
+	}
+	// The member sees the flow come from the frontend's address: a relay
+	// cannot keep the client's, and this tells a member serving several
+	// frontends on one port (floating IP) which one the flow came through.
+	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: cfg.Frontend.Addr().AsSlice()}}
+	bc, err := d.Dial("tcp4", net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(cfg.BackendPort))))
+	if err != nil {
+		rs.counters.backendFailures.Add(1)
+		resetConn(client)
+		return
+	}
+	f := &flow{rs: rs, member: m.Addr, stats: m.stats, client: client, backend: bc.(*net.TCPConn)}
+	f.last.Store(p.o.Clock.Now().UnixNano())
+	if !rs.adopt(f) {
+		f.reset()
+		return
+	}
+	rs.counters.newFlows.Add(1)
+	m.stats.newFlows.Add(1)
+	f.relay(p.o.Clock.Now)
+}
+
+// adopt registers a new flow; false when the rule stopped serving
+// meanwhile.
+func (rs *ruleState) adopt(f *flow) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.ln == nil {
+		return false
+	}
+	rs.flows[f] = struct{}{}
+	rs.counters.active.Add(1)
+	f.stats.active.Add(1)
+	return true
+}
+
+func (rs *ruleState) forget(f *flow) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, ok := rs.flows[f]; !ok {
+		return
+	}
+	delete(rs.flows, f)
+	rs.counters.active.Add(-1)
+	f.stats.active.Add(-1)
+}
+
+// sweep ends idle flows, resets flows whose drain period passed, and
+// retries listeners that could not be opened.
+func (p *Plane) sweep() {
+	defer p.wg.Done()
+	t := p.o.Clock.NewTicker(p.o.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopSweep:
+			return
+		case <-t.C():
+		}
+		p.sweepOnce()
+	}
+}
+
+func (p *Plane) sweepOnce() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	now := p.o.Clock.Now()
+	for _, rs := range p.rules {
+		rs.mu.Lock()
+		idle, tcpReset := rs.cfg.IdleTimeout, rs.cfg.TCPReset
+		var resets []*flow
+		for f := range rs.flows {
+			switch {
+			case !f.drainAt.IsZero() && !now.Before(f.drainAt):
+				rs.counters.drainResets.Add(1)
+				resets = append(resets, f)
+			case idle > 0 && !f.dropped.Load() && now.Sub(time.Unix(0, f.last.Load())) >= idle:
+				rs.counters.idleTimeouts.Add(1)
+				if tcpReset {
+					resets = append(resets, f)
+				} else {
+					f.dropped.Store(true)
+				}
+			}
+		}
+		retry := !rs.served() && rs.cfg.check() == "" && strings.HasPrefix(rs.unserved, "listen: ")
+		udp := rs.udp
+		rs.mu.Unlock()
+		if udp != nil && idle > 0 {
+			udp.expire(now, idle)
+		}
+		for _, f := range resets {
+			f.reset()
+		}
+		if retry {
+			p.listen(rs)
+		}
+	}
+}
+
+// Close stops serving: listeners close, flows are reset, probes stop. It
+// waits for every goroutine of the Plane.
+func (p *Plane) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	for id, rs := range p.rules {
+		p.dropRule(rs)
+		delete(p.rules, id)
+	}
+	p.syncTargets(nil)
+	close(p.stopSweep)
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}

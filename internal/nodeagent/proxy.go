@@ -1,0 +1,280 @@
+package nodeagent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/klog/v2"
+)
+
+// ProxyHealthPort is kube-proxy's own health port (/healthz), which load
+// balancers probe in the shared health probe mode.
+const ProxyHealthPort = 10256
+
+// annotationDisableFloatingIP mirrors the Service annotation azlb reads
+// (internal/annotations): with floating IP on, the load balancer sends a
+// Service's traffic to the node at the Service port.
+const annotationDisableFloatingIP = "service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip"
+
+// Proxy is the kube-proxy part of a simulated node, for the emulator's data
+// plane: on the node's loopback IPv4 addresses it serves every TCP port a
+// load balancer sends Service traffic to (the node port; the Service port too
+// when floating IP is on) and answers each HTTP request with the node's name,
+// so a client sees which node served it. As kube-proxy does, it refuses
+// (resets) traffic of a Service with no ready endpoint, and of an
+// externalTrafficPolicy Local Service with no ready endpoint on this node;
+// the Service's health check node port answers 200 when the node has ready
+// endpoints of the Service and 503 otherwise; port 10256 answers /healthz.
+// Addresses that are not IPv4 loopback are never bound.
+type Proxy struct {
+	node     string
+	addrs    []netip.Addr
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+	log      klog.Logger
+
+	mu      sync.Mutex
+	servers map[netip.AddrPort]*portServer
+}
+
+// NewProxy builds the proxy of a node from its addresses (those that are
+// not IPv4 loopback are ignored) and listers of Services and
+// EndpointSlices. Nothing is served before Sync.
+func NewProxy(node string, ips []string, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, log klog.Logger) (*Proxy, error) {
+	if node == "" || services == nil || slices == nil {
+		return nil, errors.New("nodeagent: NewProxy: node name, Service and EndpointSlice listers are required")
+	}
+	p := &Proxy{node: node, services: services, slices: slices, log: log.WithValues("node", node), servers: map[netip.AddrPort]*portServer{}}
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && a.IsLoopback() {
+			p.addrs = append(p.addrs, a)
+		}
+	}
+	return p, nil
+}
+
+// portRole is what one port serves for one Service.
+type portRole struct {
+	kind    roleKind
+	svc     types.NamespacedName
+	local   bool
+	ingress []string // the Service's load balancer IPs
+}
+
+type roleKind int
+
+const (
+	roleTraffic     roleKind = iota // the Service's traffic
+	roleHealthCheck                 // the Service's health check node port
+	roleProxyHealth                 // kube-proxy's /healthz
+)
+
+// portServer serves one address and port.
+type portServer struct {
+	p     *Proxy
+	ln    net.Listener
+	srv   *http.Server
+	done  chan struct{}
+	roles atomic.Pointer[[]portRole]
+}
+
+// Sync makes the served ports match the Services. With running false the
+// node is down: every port closes and every connection ends. A port that
+// cannot be opened is logged and tried again at the next Sync.
+func (p *Proxy) Sync(running bool) error {
+	want := map[uint16][]portRole{}
+	if running && len(p.addrs) > 0 {
+		var err error
+		if want, err = p.desired(); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ap, s := range p.servers {
+		if _, ok := want[ap.Port()]; !ok {
+			s.close()
+			delete(p.servers, ap)
+		}
+	}
+	var errs []error
+	for port, roles := range want {
+		for _, a := range p.addrs {
+			ap := netip.AddrPortFrom(a, port)
+			s := p.servers[ap]
+			if s == nil {
+				var err error
+				if s, err = p.listen(ap); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				p.servers[ap] = s
+			}
+			s.roles.Store(&roles)
+		}
+	}
+	if len(errs) > 0 {
+		p.log.Info("Simulated kube-proxy cannot open some ports; retrying", "err", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Close closes every port.
+func (p *Proxy) Close() { _ = p.Sync(false) }
+
+// desired lists the roles of every port from the Services.
+func (p *Proxy) desired() (map[uint16][]portRole, error) {
+	svcs, err := p.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list Services: %w", err)
+	}
+	sort.Slice(svcs, func(i, j int) bool {
+		return svcs[i].Namespace+"/"+svcs[i].Name < svcs[j].Namespace+"/"+svcs[j].Name
+	})
+	want := map[uint16][]portRole{ProxyHealthPort: {{kind: roleProxyHealth}}}
+	add := func(port int32, r portRole) {
+		if port > 0 && port <= 65535 && port != ProxyHealthPort {
+			want[uint16(port)] = append(want[uint16(port)], r)
+		}
+	}
+	for _, s := range svcs {
+		lb := s.Spec.Type == v1.ServiceTypeLoadBalancer
+		if !lb && s.Spec.Type != v1.ServiceTypeNodePort {
+			continue
+		}
+		r := portRole{kind: roleTraffic, svc: types.NamespacedName{Namespace: s.Namespace, Name: s.Name},
+			local: s.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal}
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			r.ingress = append(r.ingress, in.IP)
+		}
+		floating := lb && !strings.EqualFold(strings.TrimSpace(s.Annotations[annotationDisableFloatingIP]), "true")
+		for _, port := range s.Spec.Ports {
+			if port.Protocol != "" && port.Protocol != v1.ProtocolTCP {
+				continue
+			}
+			add(port.NodePort, r)
+			if floating {
+				add(port.Port, r)
+			}
+		}
+		if lb && r.local {
+			hc := r
+			hc.kind = roleHealthCheck
+			add(s.Spec.HealthCheckNodePort, hc)
+		}
+	}
+	return want, nil
+}
+
+func (p *Proxy) listen(ap netip.AddrPort) (*portServer, error) {
+	ln, err := net.Listen("tcp4", ap.String())
+	if err != nil {
+		return nil, err
+	}
+	s := &portServer{p: p, ln: ln, done: make(chan struct{})}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+func (s *portServer) close() {
+	_ = s.srv.Close()
+	<-s.done
+}
+
+// ServeHTTP answers one request on a port.
+func (s *portServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	roles := *s.roles.Load()
+	role := roles[0]
+	// Several floating-IP Services on one port: the data plane connects
+	// from the frontend's address, which names the Service.
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && len(roles) > 1 {
+		for _, x := range roles {
+			for _, ip := range x.ingress {
+				if ip == host {
+					role = x
+				}
+			}
+		}
+	}
+	p := s.p
+	switch role.kind {
+	case roleProxyHealth:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"lastUpdated": time.Now().UTC(), "currentTime": time.Now().UTC(), "nodeHealthy": true})
+	case roleHealthCheck:
+		_, local := p.endpoints(role.svc)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if local == 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"service":        map[string]string{"namespace": role.svc.Namespace, "name": role.svc.Name},
+			"localEndpoints": local, "serviceProxyHealthy": true})
+	default:
+		ready, local := p.endpoints(role.svc)
+		if ready == 0 || (role.local && local == 0) {
+			reset(w) // kube-proxy rejects or drops it
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, p.node+"\n")
+	}
+}
+
+// endpoints counts the Service's ready endpoints, and those on this node.
+func (p *Proxy) endpoints(svc types.NamespacedName) (ready, local int) {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	slices, err := p.slices.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		return 0, 0
+	}
+	for _, sl := range slices {
+		for _, ep := range sl.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			ready++
+			if ep.NodeName != nil && *ep.NodeName == p.node {
+				local++
+			}
+		}
+	}
+	return ready, local
+}
+
+// reset drops the connection with a TCP reset.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	c, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
