@@ -124,12 +124,6 @@ func TestFixtureIsClean(t *testing.T) {
 
 func lbOf(s *Snapshot) *armnetwork.LoadBalancerPropertiesFormat { return s.LoadBalancers[0].Properties }
 
-func ruleOf(s *Snapshot) *armnetwork.LoadBalancingRulePropertiesFormat {
-	return lbOf(s).LoadBalancingRules[0].Properties
-}
-
-func probeOf(s *Snapshot) *armnetwork.ProbePropertiesFormat { return lbOf(s).Probes[0].Properties }
-
 // Each change of the cluster or of Azure that azlb has not (yet) carried
 // out is one finding naming the object and the documented rule.
 func TestIPBasedFindings(t *testing.T) {

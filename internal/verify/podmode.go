@@ -310,6 +310,17 @@ func (m *podMode) checkLeftovers(gwServices map[string]*armnetwork.ServiceGatewa
 	}
 }
 
+// addTo files uid under addr and loc.
+func addTo(m map[string]map[string]map[string]bool, addr, loc, uid string) {
+	if m[addr] == nil {
+		m[addr] = map[string]map[string]bool{}
+	}
+	if m[addr][loc] == nil {
+		m[addr][loc] = map[string]bool{}
+	}
+	m[addr][loc][uid] = true
+}
+
 // checkAddresses (container-load-balancer.md, Pods and nodes): each ready
 // endpoint's pod IP, filed under its node's InternalIP of the same family
 // (the smallest), names its Service, and nothing else names a Service azlb
@@ -351,14 +362,7 @@ func (m *podMode) checkAddresses() {
 				if loc == "" {
 					continue
 				}
-				addr := ip.String()
-				if want[addr] == nil {
-					want[addr] = map[string]map[string]bool{}
-				}
-				if want[addr][loc] == nil {
-					want[addr][loc] = map[string]bool{}
-				}
-				want[addr][loc][uid] = true
+				addTo(want, ip.String(), loc, uid)
 			}
 		}
 	}
@@ -374,13 +378,7 @@ func (m *podMode) checkAddresses() {
 				if s == nil || !names.IsUID(*s) {
 					continue
 				}
-				if got[addr] == nil {
-					got[addr] = map[string]map[string]bool{}
-				}
-				if got[addr][loc] == nil {
-					got[addr][loc] = map[string]bool{}
-				}
-				got[addr][loc][lower(*s)] = true
+				addTo(got, addr, loc, lower(*s))
 			}
 		}
 	}
