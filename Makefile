@@ -115,7 +115,7 @@ golangci:
 	$(BIN)/golangci-lint run --timeout 15m $(PKGS)
 	cd hack/tools/image && $(BIN)/golangci-lint run --timeout 15m ./...
 
-sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container; runs in the background)
+sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container|basic; runs in the background)
 	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) --variant $(or $(SANDBOX),multi)
 
 sandbox-down: ## stop everything make sandbox started

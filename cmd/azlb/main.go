@@ -1,7 +1,8 @@
 // Command azlb is the azlb command-line tool:
 //
-//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container]
+//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container|basic]
 //	                                                                 start the whole system on this machine
+//	azlb sandbox restart [--dir .sandbox]                            restart its controller (azure.json read afresh)
 //	azlb sandbox down [--dir .sandbox]                               stop it
 //	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state
 //	                                                                 and the service gateway's pods
@@ -43,7 +44,8 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic]
+  azlb sandbox restart [--dir .sandbox]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
   azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--timeout 2m] [--quiet]
@@ -62,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sandboxUp(ctx, args[2:], stdout)
 	case args[0] == "sandbox" && len(args) > 1 && args[1] == "down":
 		err = sandboxDown(args[2:], stdout)
+	case args[0] == "sandbox" && len(args) > 1 && args[1] == "restart":
+		err = sandboxRestart(args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
 	case args[0] == "verify":
@@ -88,7 +92,8 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	rbac := fs.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest the controller runs with")
 	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
 	variant := fs.String("variant", sandbox.VariantMulti, "the demo cluster: "+sandbox.VariantMulti+" (two Standard load balancers, IP-based pools), "+
-		sandbox.VariantNIC+" (NIC-based pools over emulated VMs) or "+sandbox.VariantContainer+" (pod-based load balancing through a service gateway)")
+		sandbox.VariantNIC+" (NIC-based pools over emulated VMs), "+sandbox.VariantContainer+" (pod-based load balancing through a service gateway) or "+
+		sandbox.VariantBasic+" (a cluster on retired Basic load balancers, to migrate)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,6 +112,9 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	switch *variant {
 	case sandbox.VariantNIC:
 		fmt.Fprintf(out, nicHelp, *dir)
+		return nil
+	case sandbox.VariantBasic:
+		fmt.Fprintf(out, basicHelp, *dir)
 		return nil
 	case sandbox.VariantContainer:
 		fmt.Fprintf(out, `
@@ -134,6 +142,39 @@ The sandbox is running. Try:
 
 Files: %[1]s (azure.json, kubeconfig, emulator-ca.pem, logs/). Stop everything with: make sandbox-down
 `, *dir)
+	return nil
+}
+
+// basicHelp is what to do with the Basic sandbox.
+const basicHelp = `
+The Basic sandbox is running: a cluster an earlier cloud provider set up with
+Basic load balancers (retired on 2025-09-30). azure.json says
+loadBalancerSku basic, so azlb-controller-manager refused to start (above).
+Migrate it:
+
+  export KUBECONFIG=%[1]s/kubeconfig
+  bin/kubectl get svc -n demo                  # the IPs the Basic load balancers gave the Services
+  bin/azlb status                              # load balancers kubernetes and kubernetes-internal, SKU Basic
+  sed -i 's/"loadBalancerSku": "basic"/"loadBalancerSku": "standard"/' %[1]s/azure.json
+  bin/azlb sandbox restart                     # the controller starts and migrates to Standard
+  bin/azlb status                              # Standard load balancers, the nodes in their pools
+  bin/kubectl get svc -n demo                  # the same IPs
+  bin/kubectl get events -n demo               # BasicLoadBalancerMigration, PublicIPMadeStatic, PublicIPUpgraded
+  grep 'Basic load balancer migration' %[1]s/logs/controller.log
+
+See docs/migration.md. Stop everything with: make sandbox-down
+`
+
+func sandboxRestart(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sandbox restart", flag.ContinueOnError)
+	dir := fs.String("dir", ".sandbox", "directory of the sandbox")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := sandbox.RestartController(*dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "azlb-controller-manager restarted (log: %s)\n", filepath.Join(*dir, "logs", "controller.log"))
 	return nil
 }
 

@@ -18,6 +18,11 @@
 //     ("loadBalancerSku: must be one of basic, standard, service; got ...").
 //     Type and validation problems are all reported at once (errors.Join of
 //     *FieldError).
+//   - loadBalancerSku basic loads (tools read a Basic cluster's azure.json
+//     as it is), but CheckController refuses it with an error that explains
+//     the retirement of Basic Load Balancer and how to migrate
+//     (RetiredBasicSKU); the controller runs CheckController before it
+//     starts.
 //   - Secrets (type Secret) never appear in String/GoString/fmt output, JSON,
 //     logr/slog values or error messages; Reveal returns the value.
 //   - SetDefaults is idempotent and does not write through pointers it did

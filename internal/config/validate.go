@@ -296,3 +296,22 @@ func checkUserAgent(ua string) string {
 	}
 	return ""
 }
+
+// RetiredBasicSKU is the rule CheckController reports for loadBalancerSku
+// basic.
+const RetiredBasicSKU = "Basic Load Balancer was retired by Azure on 2025-09-30, and azlb never creates one. " +
+	"To migrate a cluster that still has Basic load balancers, set loadBalancerSku to standard and restart azlb-controller-manager: " +
+	"its first reconcile moves every node and Service to Standard load balancers and keeps each Service's IP " +
+	"(Basic public IPs are upgraded to Standard; expect a short outage per Service; set up outbound connectivity yourself; see docs/migration.md)"
+
+// CheckController reports settings that azure.json may hold (so that
+// tools such as azlb status read a cluster's file as it is) but that the
+// controller refuses to run with: loadBalancerSku basic.
+func (c *Config) CheckController() error {
+	d := *c
+	d.SetDefaults()
+	if d.LoadBalancerSKU == LoadBalancerSKUBasic {
+		return &FieldError{Field: "loadBalancerSku", Rule: RetiredBasicSKU}
+	}
+	return nil
+}

@@ -327,3 +327,28 @@ func TestValidateServiceGatewayTripleIsOneError(t *testing.T) {
 		t.Errorf("SetDefaults changed the triple: pool %q, sku %q", c.LoadBalancerBackendPoolConfigurationType, c.LoadBalancerSKU)
 	}
 }
+
+// loadBalancerSku basic loads (tools read the file of a Basic cluster) but
+// the controller refuses it, saying why and how to migrate.
+func TestCheckControllerRefusesBasic(t *testing.T) {
+	for _, sku := range []string{"basic", "Basic", "BASIC"} {
+		c := mustLoad(t, []byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true,"loadBalancerSku":"`+sku+`"}`))
+		err := c.CheckController()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "loadBalancerSku" {
+			t.Fatalf("%s: %v, want a loadBalancerSku error", sku, err)
+		}
+		for _, want := range []string{"retired by Azure on 2025-09-30", "set loadBalancerSku to standard and restart azlb-controller-manager", "keeps each Service's IP", "docs/migration.md"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the error lacks %q: %v", sku, want, err)
+			}
+		}
+	}
+	for _, sku := range []string{"", "standard", "Standard"} {
+		c := baseConfig()
+		c.LoadBalancerSKU = sku
+		if err := c.CheckController(); err != nil {
+			t.Errorf("loadBalancerSku %q: %v", sku, err)
+		}
+	}
+}

@@ -88,6 +88,9 @@ type ScaleSetOptions struct {
 	// Tags are the scale set's tags (aks-managed-coordination allows
 	// batched VM updates).
 	Tags map[string]string
+	// Pools are backend pool ids the model's primary ip configuration
+	// lists (so every VM is a member).
+	Pools []string
 }
 
 // CreateScaleSet creates a Uniform scale set of n VMs in the environment's
@@ -97,11 +100,16 @@ func (c *Compute) CreateScaleSet(ctx context.Context, name string, n int, o Scal
 	if prefix == "" {
 		prefix = name + "-"
 	}
+	var pools []*armcompute.SubResource
+	for _, p := range o.Pools {
+		pools = append(pools, &armcompute.SubResource{ID: to.Ptr(p)})
+	}
 	ipcs := []*armcompute.VirtualMachineScaleSetIPConfiguration{{
 		Name: to.Ptr("ipconfig1"),
 		Properties: &armcompute.VirtualMachineScaleSetIPConfigurationProperties{
-			Primary: to.Ptr(true),
-			Subnet:  &armcompute.APIEntityReference{ID: to.Ptr(c.subnetID())},
+			Primary:                         to.Ptr(true),
+			Subnet:                          &armcompute.APIEntityReference{ID: to.Ptr(c.subnetID())},
+			LoadBalancerBackendAddressPools: pools,
 		},
 	}}
 	if o.DualStack {

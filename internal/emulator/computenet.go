@@ -10,8 +10,9 @@ import (
 // configurations (a scale set model's networkProfile, a scale set VM's
 // networkProfileConfiguration) and returns them with Compute's defaults.
 // Every ip configuration must name an existing subnet in loc; the pools it
-// lists must exist and accept ip configurations (see checkPoolRefs).
-func (wc *writeCtx) normNICConfigs(arr []any, path, loc, owner string, skus map[string]string) ([]any, *armError) {
+// lists must exist and accept ip configurations (see checkPoolRefs) of the
+// VM set scope.
+func (wc *writeCtx) normNICConfigs(arr []any, path, loc, owner string, scope *vmSetScope) ([]any, *armError) {
 	out := make([]any, 0, len(arr))
 	primaries := 0
 	seen := map[string]bool{}
@@ -56,7 +57,7 @@ func (wc *writeCtx) normNICConfigs(arr []any, path, loc, owner string, skus map[
 		if err != nil || !has || len(ipcs) == 0 {
 			return nil, errInvalidParameter(pp+".ipConfigurations", "Network interface configuration '%s' needs at least one ip configuration.", name)
 		}
-		nipcs, ae := wc.normScaleSetIPConfigs(ipcs, pp+".ipConfigurations", loc, owner+"/networkInterfaces/"+name, skus)
+		nipcs, ae := wc.normScaleSetIPConfigs(ipcs, pp+".ipConfigurations", loc, owner+"/networkInterfaces/"+name, scope)
 		if ae != nil {
 			return nil, ae
 		}
@@ -69,7 +70,7 @@ func (wc *writeCtx) normNICConfigs(arr []any, path, loc, owner string, skus map[
 	return out, nil
 }
 
-func (wc *writeCtx) normScaleSetIPConfigs(arr []any, path, loc, owner string, skus map[string]string) ([]any, *armError) {
+func (wc *writeCtx) normScaleSetIPConfigs(arr []any, path, loc, owner string, scope *vmSetScope) ([]any, *armError) {
 	out := make([]any, 0, len(arr))
 	primaries, v4 := 0, 0
 	seen := map[string]bool{}
@@ -125,7 +126,7 @@ func (wc *writeCtx) normScaleSetIPConfigs(arr []any, path, loc, owner string, sk
 			return nil, errInvalidParameter(pp+".loadBalancerBackendAddressPools", "%v", err)
 		}
 		if has {
-			canon, ae := wc.checkPoolRefs(ids, owner+"/ipConfigurations/"+name, skus)
+			canon, ae := wc.checkPoolRefs(ids, owner+"/ipConfigurations/"+name, scope)
 			if ae != nil {
 				return nil, ae
 			}

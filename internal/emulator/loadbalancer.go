@@ -92,6 +92,12 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	doc["sku"] = sku
 	lbID := doc["id"].(string)
 	loc := doc["location"].(string)
+	if old != nil {
+		if os, _ := old.doc["sku"].(obj); os != nil && stringOf(os["name"]) != stringOf(sku["name"]) {
+			return nil, nrpError(http.StatusBadRequest, "LoadBalancerSkuCannotBeChanged",
+				"The sku of load balancer %s cannot be changed from %s to %s: create a load balancer of the new sku instead.", lbID, stringOf(os["name"]), stringOf(sku["name"]))
+		}
+	}
 	serviceSKU := sku["name"] == lbSKUService
 	scope, ae := enumProp(props, "scope", "properties", "", "Public", "Private")
 	if ae != nil {

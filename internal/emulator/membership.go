@@ -169,10 +169,11 @@ func nicEntryConfig(a obj) string {
 
 // checkPoolRefs validates the pools one ip configuration lists: each must
 // exist, be listed once, not hold IP-based addresses, not belong to a sku
-// Service load balancer (its members come from a service gateway), and not
-// belong to a load balancer of another SKU than the others (skus collects the SKU per
-// load balancer over the whole resource). It returns the canonical ids.
-func (wc *writeCtx) checkPoolRefs(ids []string, owner string, skus map[string]string) ([]string, *armError) {
+// Service load balancer (its members come from a service gateway), not
+// belong to a load balancer of another SKU than what the VM set uses
+// (scope), and, for a Basic load balancer, not take members from two VM
+// sets. It returns the canonical ids.
+func (wc *writeCtx) checkPoolRefs(ids []string, owner string, scope *vmSetScope) ([]string, *armError) {
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		lbv, pool := wc.lookupChild(id, "loadBalancers", "backendAddressPools")
@@ -190,22 +191,20 @@ func (wc *writeCtx) checkPoolRefs(ids []string, owner string, skus map[string]st
 					"Ip configuration %s cannot reference backend address pool %s, which holds IP address based backend addresses. A backend address pool holds either ip configurations or IP addresses.", owner, canon)
 			}
 		}
-		sku := ""
-		if s, ok := lbv.doc["sku"].(obj); ok {
-			sku = stringOf(s["name"])
-		}
+		sku := docSku(lbv.doc)
 		if sku == lbSKUService {
 			return nil, nrpError(http.StatusBadRequest, "BackendAddressesNotSupportedOnServiceSkuLoadBalancer",
 				"Ip configuration %s cannot reference backend address pool %s of a sku Service load balancer, which takes its members from a service gateway.", owner, canon)
 		}
 		lbID, _ := poolLB(canon)
-		for other, osku := range skus {
-			if !strings.EqualFold(other, lbID) && !strings.EqualFold(osku, sku) {
-				return nil, nrpError(http.StatusBadRequest, "DifferentSkuLoadBalancersAndPublicIPAddressNotAllowed",
-					"Different basic sku and standard sku load balancer or public Ip resources in availability set or scale set is not allowed: %s (%s) and %s (%s), used by %s.", other, osku, lbID, sku, owner)
+		if ae := scope.use(lbID, sku, owner); ae != nil {
+			return nil, ae
+		}
+		if sku == "Basic" {
+			if ae := wc.checkBasicMembers(lbv.doc, scope); ae != nil {
+				return nil, ae
 			}
 		}
-		skus[strings.ToLower(lbID)] = sku
 		out = append(out, canon)
 	}
 	return out, nil

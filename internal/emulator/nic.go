@@ -46,7 +46,7 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 	}
 	pipUse := map[string]string{}
 	taken := map[netip.Addr]bool{}
-	skus := map[string]string{}
+	scope := wc.nicScope(id, old)
 	members := newPoolRefs()
 	cfgs, ae := normChildren(props, "ipConfigurations", id, "Microsoft.Network/networkInterfaces/ipConfigurations", "properties", nil,
 		func(cname, cid string, cp obj, path string) *armError {
@@ -84,6 +84,9 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 					return nrpError(http.StatusBadRequest, "PublicIPAddressInUse",
 						"Resource %s is already in use by %s and cannot be referenced by %s.", stringOf(v.doc["id"]), stringOf(r["id"]), cid)
 				}
+				if ae := scope.use(stringOf(v.doc["id"]), docSku(v.doc), cid); ae != nil {
+					return ae
+				}
 				pipUse[strings.ToLower(stringOf(v.doc["id"]))] = cid
 				cp["publicIPAddress"] = ref(stringOf(v.doc["id"]))
 			}
@@ -92,7 +95,7 @@ func normalizeNIC(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 				return errBadShape(err)
 			}
 			if has {
-				pools, ae := wc.checkPoolRefs(ids, cid, skus)
+				pools, ae := wc.checkPoolRefs(ids, cid, scope)
 				if ae != nil {
 					return ae
 				}

@@ -129,9 +129,8 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 	if old != nil {
 		op := propsOf(old.doc)
 		oldSku, _ := old.doc["sku"].(obj)
-		if oldSku != nil && oldSku["name"] != sku["name"] {
-			return nil, nrpError(http.StatusBadRequest, "PublicIPAddressSkuCannotBeChanged",
-				"Sku of public IP address %s cannot be changed from %v to %v.", id, oldSku["name"], sku["name"])
+		if ae := checkPublicIPSkuChange(id, stringOf(oldSku["name"]), stringOf(sku["name"]), op); ae != nil {
+			return nil, ae
 		}
 		if ov, _ := op["publicIPAddressVersion"].(string); ov != "" && ov != version {
 			return nil, nrpError(http.StatusBadRequest, "PublicIPAddressVersionCannotBeChanged",
@@ -140,6 +139,16 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 		for _, k := range []string{"ipAddress", "ipConfiguration", "natGateway"} {
 			if v, ok := op[k]; ok {
 				props[k] = v
+			}
+		}
+		// A Dynamic address exists only while the public IP is associated:
+		// switching an unassociated one to Dynamic releases it.
+		if alloc == "Dynamic" && props["ipConfiguration"] == nil && props["natGateway"] == nil {
+			if s, _ := props["ipAddress"].(string); s != "" {
+				if a, err := netip.ParseAddr(s); err == nil {
+					wc.after(func() { wc.e.ips.pool(a.Is6()).release(a) })
+				}
+				delete(props, "ipAddress")
 			}
 		}
 	}
@@ -161,6 +170,43 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 	}
 	doc["properties"] = props
 	return doc, nil
+}
+
+// checkPublicIPSkuChange applies ARM's rules for changing the SKU of a
+// public IP (old and new SKU names; op: the stored properties):
+//   - Basic to Standard (the upgrade) only while the public IP is not
+//     associated (PublicIPAddressInUseCannotUpdate, as recorded in
+//     MicrosoftDocs/azure-docs#76317) and only when it is already Static
+//     (a Dynamic one has no address to keep); the address is kept;
+//   - Standard to Basic: refused (the upgrade cannot be reversed);
+//   - any other change: refused.
+//
+// Only the in-use code is proven; the others are the emulator's strictest
+// reading (docs/emulator.md).
+func checkPublicIPSkuChange(id, from, to string, op obj) *armError {
+	if from == "" || from == to {
+		return nil
+	}
+	switch {
+	case from == "Basic" && to == "Standard":
+		for _, k := range []string{"ipConfiguration", "natGateway"} {
+			if r, ok := op[k].(obj); ok {
+				return nrpError(http.StatusBadRequest, "PublicIPAddressInUseCannotUpdate",
+					"Public IP address %s is in use by ipconfig %s and cannot be updated.", id, stringOf(r["id"]))
+			}
+		}
+		if stringOf(op["publicIPAllocationMethod"]) != "Static" {
+			return nrpError(http.StatusBadRequest, "DynamicPublicIPAddressCannotBeUpgraded",
+				"Public IP address %s has the Basic sku and Dynamic allocation; only a Static Basic public IP address can be upgraded to the Standard sku. Change its allocation method to Static first.", id)
+		}
+		return nil
+	case from == "Standard" && to == "Basic":
+		return nrpError(http.StatusBadRequest, "PublicIPAddressSkuCannotBeDowngraded",
+			"Public IP address %s has the Standard sku; it cannot be changed back to Basic.", id)
+	default:
+		return nrpError(http.StatusBadRequest, "PublicIPAddressSkuCannotBeChanged",
+			"Sku of public IP address %s cannot be changed from %s to %s.", id, from, to)
+	}
 }
 
 func checkDeletePublicIP(wc *writeCtx, v *version) *armError {

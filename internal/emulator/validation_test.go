@@ -132,7 +132,7 @@ func TestPublicIPAndNetworkValidation(t *testing.T) {
 	}{
 		{"standard dynamic", netPath("rg", "publicIPAddresses", "x"), `{"location":"eastus","sku":{"name":"Standard"},"properties":{"publicIPAllocationMethod":"Dynamic"}}`, 400, "StandardSkuPublicIPAddressesMustBeStatic"},
 		{"bad version", netPath("rg", "publicIPAddresses", "x"), `{"location":"eastus","properties":{"publicIPAddressVersion":"IPv5"}}`, 400, "InvalidRequestFormat"},
-		{"sku change", netPath("rg", "publicIPAddresses", "basic"), `{"location":"eastus","sku":{"name":"Standard"}}`, 400, "PublicIPAddressSkuCannotBeChanged"},
+		{"upgrade of a Dynamic public IP", netPath("rg", "publicIPAddresses", "basic"), `{"location":"eastus","sku":{"name":"Standard"}}`, 400, "DynamicPublicIPAddressCannotBeUpgraded"},
 		{"ipv6", netPath("rg", "publicIPAddresses", "v6"), `{"location":"eastus","sku":{"name":"Standard"},"properties":{"publicIPAddressVersion":"IPv6"}}`, 201, ""},
 		{"in-use delete", netPath("rg", "publicIPAddresses", "pip"), ``, 400, "PublicIPAddressInUseCannotBeDeleted"},
 		{"subnet outside vnet", strings.Replace(netPath("rg", "virtualNetworks", "vnet"), "?", "/subnets/s2?", 1), `{"properties":{"addressPrefix":"192.168.0.0/24"}}`, 400, "NetcfgSubnetRangeOutsideVnet"},

@@ -297,7 +297,7 @@ func (wc *writeCtx) normScaleSetProfile(vp obj, name, id, loc string, flexible b
 		if err != nil || len(arr) == 0 && !flexible {
 			return nil, errInvalidParameter(path+".networkProfile.networkInterfaceConfigurations", "The scale set needs at least one network interface configuration.")
 		}
-		cfgs, ae := wc.normNICConfigs(arr, path+".networkProfile.networkInterfaceConfigurations", loc, id, map[string]string{})
+		cfgs, ae := wc.normNICConfigs(arr, path+".networkProfile.networkInterfaceConfigurations", loc, id, wc.scaleSetScope(id, id, ""))
 		if ae != nil {
 			return nil, ae
 		}
@@ -562,7 +562,9 @@ func normalizeVMSSVM(wc *writeCtx, in obj, name string, cur *version) (obj, any,
 		return nil, nil, errInvalidParameter("properties.networkProfileConfiguration.networkInterfaceConfigurations", "The scale set VM needs at least one network interface configuration.")
 	}
 	vmID := stringOf(cur.doc["id"])
-	cfgs, ae := wc.normNICConfigs(arr, "properties.networkProfileConfiguration.networkInterfaceConfigurations", stringOf(cur.doc["location"]), vmID, map[string]string{})
+	vmssID := vmID[:strings.LastIndex(strings.ToLower(vmID), "/virtualmachines/")]
+	cfgs, ae := wc.normNICConfigs(arr, "properties.networkProfileConfiguration.networkInterfaceConfigurations", stringOf(cur.doc["location"]), vmID,
+		wc.scaleSetScope(vmssID, vmID, vmID))
 	if ae != nil {
 		return nil, nil, ae
 	}

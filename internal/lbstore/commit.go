@@ -67,7 +67,8 @@ type change struct {
 	started bool // taken by a round (guarded by Store.mu)
 	done    chan struct{}
 
-	// A load balancer mutation...
+	// A load balancer deletion, a load balancer mutation...
+	del          bool
 	mutate       Mutation
 	create       bool
 	assumeAbsent bool
@@ -112,6 +113,20 @@ func (s *Store) UpdateLB(ctx context.Context, caller, name string, o UpdateOptio
 	return c.lbOut, c.err
 }
 
+// Delete deletes a load balancer in the next round, whatever it holds:
+// with a Decoupler, its pools are first taken out of every scale set
+// model, VM and network interface that lists them, as for a load balancer
+// left without frontends. A load balancer that does not exist is not an
+// error. Mutations of the same load balancer queued in the same round run
+// after the deletion (on no load balancer). caller labels the wait metric.
+func (s *Store) Delete(ctx context.Context, caller, name string) error {
+	c := &change{caller: caller, lb: name, del: true, done: make(chan struct{})}
+	if err := s.submit(ctx, []*change{c}); err != nil {
+		return err
+	}
+	return c.err
+}
+
 // UpdatePools applies the edits in the next round and returns one result
 // per edit, in order.
 func (s *Store) UpdatePools(ctx context.Context, caller string, edits []PoolEdit, o PoolOptions) []PoolResult {
@@ -139,7 +154,7 @@ func (s *Store) UpdatePools(ctx context.Context, caller string, edits []PoolEdit
 }
 
 // round writes one batch of changes: load balancers concurrently, each one's
-// mutations first, then its pool edits.
+// deletions first, then its mutations, then its pool edits.
 func (s *Store) round(ctx context.Context, taken []*change) {
 	byLB := map[string][]*change{}
 	var order []string
@@ -159,13 +174,19 @@ func (s *Store) round(ctx context.Context, taken []*change) {
 	for _, k := range order {
 		batch := byLB[k]
 		wg.Go(func() {
-			var muts, edits []*change
+			var dels, muts, edits []*change
 			for _, c := range batch {
-				if c.pool != nil {
+				switch {
+				case c.del:
+					dels = append(dels, c)
+				case c.pool != nil:
 					edits = append(edits, c)
-				} else {
+				default:
 					muts = append(muts, c)
 				}
+			}
+			if len(dels) > 0 {
+				s.deleteWhole(ctx, batch[0].lb, dels)
 			}
 			if len(muts) > 0 {
 				s.writeLB(ctx, batch[0].lb, muts)

@@ -47,6 +47,10 @@
 //     (Standard SKU, holding the cluster's node pool or tagged with its
 //     cluster name): a load balancer whose configuration was removed stays
 //     managed, so its Services can leave it.
+//   - Delete removes a whole load balancer through the writer (decoupling
+//     its pools first, see NIC-based pools below), whatever its SKU or content: the Basic
+//     to Standard migration uses it for the Basic load balancers; it never
+//     adopts them (Managed lists only configured names and Standard ones).
 //   - List reads every load balancer of the resource group into the cache
 //     (for a caller that then writes many of them, such as the per-Service
 //     load balancers of pod-based load balancing); UpdateOptions.AssumeAbsent

@@ -121,6 +121,22 @@ func frontendCount(lb *armnetwork.LoadBalancer) int {
 	return len(lb.Properties.FrontendIPConfigurations)
 }
 
+// deleteWhole carries out Delete changes of one load balancer: one
+// deletion for all of them.
+func (s *Store) deleteWhole(ctx context.Context, name string, batch []*change) {
+	s.cache.writing(name)
+	err := s.deleteLB(ctx, name)
+	if err != nil {
+		s.cache.forget(name)
+	} else {
+		s.cache.wrote(name, nil)
+		klog.FromContext(ctx).Info("Deleted load balancer", "loadBalancer", name)
+	}
+	for _, c := range batch {
+		c.finish(err)
+	}
+}
+
 // deleteLB deletes a load balancer, decoupling its pools first (a fresh
 // read says which scale set models, VMs and NICs list them). A delete ARM
 // refuses because a scale set model still lists a pool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,5 +384,34 @@ func TestManagedListingFailureIsRetried(t *testing.T) {
 	}
 	if got, err := s.Managed(context.Background()); err != nil || len(got) != 2 {
 		t.Fatalf("Managed after a failed listing = %v, %v", got, err)
+	}
+}
+
+// Delete takes a load balancer away whatever it holds, through the
+// writer; one that is gone is not an error, and a mutation queued behind
+// it creates a new one.
+func TestDeleteTakesTheWholeLoadBalancer(t *testing.T) {
+	f := testutil.NewFakeARM()
+	s := newStore(t, f, nil)
+	ctx := context.Background()
+	if _, err := s.UpdateLB(ctx, "t", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "migration", lbName); err != nil {
+		t.Fatal(err)
+	}
+	if f.LB(lbName) != nil {
+		t.Fatal("the load balancer is still there")
+	}
+	if got, err := s.Get(ctx, lbName); err != nil || got != nil {
+		t.Fatalf("Get after Delete = %v, %v; want nil from the cache", got, err)
+	}
+	f.ResetCalls()
+	if err := s.Delete(ctx, "migration", lbName); err != nil {
+		t.Fatalf("deleting a load balancer that is gone: %v", err)
+	}
+	out, err := s.UpdateLB(ctx, "t", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-1"))
+	if err != nil || !slices.Equal(frontends(out), []string{"fe-1"}) {
+		t.Fatalf("a new load balancer after Delete: %v %v", frontends(out), err)
 	}
 }

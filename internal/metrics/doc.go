@@ -29,6 +29,11 @@
 // durations, retries, parking, deletion steps, the gateway's totals and the
 // address updates; see docs/container-load-balancer.md.
 //
+// The Basic to Standard load balancer migration adds the
+// cloudprovider_azure_basic_migration_* family (migration.go): Basic load
+// balancers found, steps and their results, the migration's duration and
+// the public IP upgrades; see docs/migration.md.
+//
 // In addition cloudprovider_azure_lock_wait_duration_seconds (histogram,
 // labels lock and caller) records how long a caller waited to acquire a lock
 // such as the load balancer store's write queue (lock "lbstore"); use

@@ -112,6 +112,7 @@ func Register() {
 		legacyregistry.MustRegister(opDuration, opFailures, apiDuration, apiErrors, apiRateLimited, apiThrottled, lockWait)
 	})
 	registerServiceGateway()
+	registerMigration()
 }
 
 // APIRequest names the label values of one ARM API request series.

@@ -31,7 +31,15 @@
 // model uses). Both read each object afresh and write it with If-Match; a
 // 412 reads it again once. They are meant for any caller that must detach
 // nodes from a pool (a Basic to Standard migration as much as the Service
-// reconcile).
+// reconcile). DecouplePools does it for pools of several load balancers
+// at once (each scale set model, VM and NIC written once); RemoveMembers
+// writes each VM or NIC once, whatever pools it leaves.
+//
+// A Writer is safe for concurrent use. The writes of one scale set (its
+// model and VMs) or one network interface are made by one caller at a
+// time (per-resource locks, internal/keymutex), so concurrent joins of two
+// pools over the same VMs (a public load balancer's and its internal
+// twin's) follow each other instead of meeting in 412s.
 //
 // Operator documentation: docs/nic-pools.md.
 package nicpool

@@ -27,11 +27,13 @@ func (w *Writer) RemoveMembers(ctx context.Context, pools, ipConfigs []string) (
 	drop := lowerSet(pools)
 	scaleSets := map[string][]member{}
 	nics := map[string]string{}
+	seen := map[string]bool{}
 	for _, id := range ipConfigs {
 		owner := names.IPConfigOwner(id)
-		if owner == "" {
-			continue
+		if owner == "" || seen[strings.ToLower(owner)] {
+			continue // one write per VM or NIC, whatever it is a member of
 		}
+		seen[strings.ToLower(owner)] = true
 		if ref, err := names.ParseProviderID(names.ProviderIDPrefix + owner); err == nil && ref.Kind == names.ScaleSetVM {
 			k := strings.ToLower(ref.ResourceGroup + "/" + ref.ScaleSet)
 			scaleSets[k] = append(scaleSets[k], member{inst: &compute.Instance{Ref: ref}})
@@ -77,6 +79,7 @@ func (w *Writer) RemoveMembers(ctx context.Context, pools, ipConfigs []string) (
 func (w *Writer) removeFromScaleSetVMs(ctx context.Context, ms []member, drop map[string]bool) (int, error) {
 	ref := ms[0].inst.Ref
 	rg, vmss := ref.ResourceGroup, ref.ScaleSet
+	defer w.lock(lockScaleSet, rg, vmss)()
 	batch := 1
 	if model, err := w.o.Inventory.ScaleSet(ctx, rg, vmss, 0); err == nil {
 		if _, ok := model.Tags[CoordinationTag]; ok {
@@ -184,6 +187,7 @@ func (w *Writer) DecouplePools(ctx context.Context, pools []*armnetwork.BackendA
 		if err != nil {
 			return writes, err
 		}
+		unlock := w.lock(lockScaleSet, rg, name)
 		n, err := w.editModel(ctx, rg, name, func(cfgs []*armcompute.VirtualMachineScaleSetNetworkConfiguration) bool {
 			dropped := false
 			for _, c := range cfgs {
@@ -195,6 +199,7 @@ func (w *Writer) DecouplePools(ctx context.Context, pools []*armnetwork.BackendA
 			}
 			return dropped
 		})
+		unlock()
 		writes += n
 		if err != nil {
 			return writes, err

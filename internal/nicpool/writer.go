@@ -19,6 +19,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/compute"
+	"github.com/azlb/azlb/internal/keymutex"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -54,8 +55,26 @@ type Options struct {
 }
 
 // Writer makes nodes members of NIC-based pools and takes them out; see
-// the package documentation. It is safe for concurrent use.
-type Writer struct{ o Options }
+// the package documentation. It is safe for concurrent use: the writes of
+// one scale set (its model and VMs) or one network interface are made one
+// caller at a time, so the reconciles of several load balancers' pools
+// (a public one and its internal twin) do not race each other into 412s.
+type Writer struct {
+	o     Options
+	locks keymutex.Mutex
+}
+
+// Kinds of resource whose writes lock serialises.
+const (
+	lockScaleSet = "scaleSet"
+	lockNIC      = "networkInterface"
+)
+
+// lock serialises the writes of one scale set (its model and VMs) or
+// network interface.
+func (w *Writer) lock(kind, rg, name string) func() {
+	return w.locks.Lock(kind + "/" + strings.ToLower(rg+"/"+name))
+}
 
 // New builds a Writer.
 func New(o Options) (*Writer, error) {
@@ -152,6 +171,8 @@ func (w *Writer) EnsureMembers(ctx context.Context, pool Pool, nodes []*v1.Node)
 	}
 	for _, id := range flexModels {
 		wg.Go(func() {
+			rg, name, _ := names.ParseID(id)
+			defer w.lock(lockScaleSet, rg, name)()
 			writes, err := w.ensureModel(ctx, pool, id)
 			out.add(writes, nil, nil, err)
 		})
@@ -222,9 +243,21 @@ func deleting(vmss *armcompute.VirtualMachineScaleSet) bool {
 }
 
 // ensureScaleSet runs EnsureMembers for the VMs of one Uniform scale set.
+// What the cached listings show as members already costs no call and no
+// wait; otherwise the scale set's writes are made under its lock, from the
+// listings as the previous holder left them.
 func (w *Writer) ensureScaleSet(ctx context.Context, pool Pool, ms []member) (int, []string, map[string]string, error) {
 	ref := ms[0].inst.Ref
 	rg, name := ref.ResourceGroup, ref.ScaleSet
+	if members, ok := w.allMembers(ctx, pool, rg, name, ms); ok {
+		return 0, members, map[string]string{}, nil
+	}
+	defer w.lock(lockScaleSet, rg, name)()
+	for i, m := range ms {
+		if inst, err := w.o.Inventory.Get(ctx, m.inst.Ref, 0); err == nil {
+			ms[i].inst = inst
+		}
+	}
 	model, err := w.o.Inventory.ScaleSet(ctx, rg, name, 0)
 	if errors.Is(err, compute.ErrNotFound) {
 		return 0, nil, skipAll(ms, "its scale set "+name+" does not exist"), nil
@@ -287,6 +320,34 @@ func (w *Writer) ensureScaleSet(ctx context.Context, pool Pool, ms []member) (in
 	})
 	w.o.Inventory.Invalidate(ref)
 	return writes + n, append(members, joined...), skipped, err
+}
+
+// allMembers reports whether the cached listings show the scale set's
+// model and every VM of ms in the pool already, and returns the nodes.
+func (w *Writer) allMembers(ctx context.Context, pool Pool, rg, name string, ms []member) ([]string, bool) {
+	model, err := w.o.Inventory.ScaleSet(ctx, rg, name, 0)
+	if err != nil || deleting(model) {
+		return nil, false
+	}
+	present := func(cfgs []*armcompute.VirtualMachineScaleSetNetworkConfiguration) bool {
+		ic := scaleSetIPConfig(cfgs, pool.Family)
+		if ic == nil || ic.Properties == nil {
+			return false
+		}
+		st, _ := stateOf(subIDs(ic.Properties.LoadBalancerBackendAddressPools), pool.ID)
+		return st == poolPresent
+	}
+	if !present(modelConfigs(model)) {
+		return nil, false
+	}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if !present(instanceConfigs(m.inst.ScaleSetVM)) {
+			return nil, false
+		}
+		out = append(out, m.node.Name)
+	}
+	return out, true
 }
 
 func instanceConfigs(vm *armcompute.VirtualMachineScaleSetVM) []*armcompute.VirtualMachineScaleSetNetworkConfiguration {
@@ -423,26 +484,34 @@ func (w *Writer) ensureModel(ctx context.Context, pool Pool, scaleSetID string) 
 
 // editModel reads a scale set model afresh, applies edit to its network
 // configurations and PUTs the network profile with If-Match when edit
-// changed it. A scale set being deleted is left alone.
+// changed it; a 412 (another writer, such as the reconcile of the other
+// load balancer's pool, changed it meanwhile) reads it again once. A scale
+// set being deleted is left alone.
 func (w *Writer) editModel(ctx context.Context, rg, name string, edit func([]*armcompute.VirtualMachineScaleSetNetworkConfiguration) bool) (int, error) {
-	fresh, err := w.o.ScaleSets.Get(ctx, rg, name)
-	if azure.Classify(err) == azure.ClassStale {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if deleting(fresh) || fresh.Properties == nil || fresh.Properties.VirtualMachineProfile == nil || fresh.Properties.VirtualMachineProfile.NetworkProfile == nil {
-		return 0, nil
-	}
-	np := fresh.Properties.VirtualMachineProfile.NetworkProfile
-	if !edit(np.NetworkInterfaceConfigurations) {
-		return 0, nil
-	}
-	body := armcompute.VirtualMachineScaleSet{Location: fresh.Location, Properties: &armcompute.VirtualMachineScaleSetProperties{
-		VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{NetworkProfile: np}}}
-	if _, err := w.o.ScaleSets.CreateOrUpdate(ctx, rg, name, body, ptr.Deref(fresh.Etag, "")); err != nil {
-		return 0, fmt.Errorf("scale set %s/%s model: %w", rg, name, err)
+	for attempt := 0; ; attempt++ {
+		fresh, err := w.o.ScaleSets.Get(ctx, rg, name)
+		if azure.Classify(err) == azure.ClassStale {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if deleting(fresh) || fresh.Properties == nil || fresh.Properties.VirtualMachineProfile == nil || fresh.Properties.VirtualMachineProfile.NetworkProfile == nil {
+			return 0, nil
+		}
+		np := fresh.Properties.VirtualMachineProfile.NetworkProfile
+		if !edit(np.NetworkInterfaceConfigurations) {
+			return 0, nil
+		}
+		body := armcompute.VirtualMachineScaleSet{Location: fresh.Location, Properties: &armcompute.VirtualMachineScaleSetProperties{
+			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{NetworkProfile: np}}}
+		_, err = w.o.ScaleSets.CreateOrUpdate(ctx, rg, name, body, ptr.Deref(fresh.Etag, ""))
+		if err == nil {
+			break
+		}
+		if attempt > 0 || azure.StatusCode(err) != http.StatusPreconditionFailed {
+			return 0, fmt.Errorf("scale set %s/%s model: %w", rg, name, err)
+		}
 	}
 	w.o.Inventory.InvalidateScaleSets(rg)
 	klog.FromContext(ctx).V(2).Info("Updated scale set model", "scaleSet", rg+"/"+name)
@@ -502,6 +571,7 @@ func (w *Writer) editNIC(ctx context.Context, id string, edit func(*armnetwork.I
 	if err != nil {
 		return "", false, err
 	}
+	defer w.lock(lockNIC, rg, name)()
 	for attempt := 0; ; attempt++ {
 		nic, err := w.o.Interfaces.Get(ctx, rg, name)
 		if azure.Classify(err) == azure.ClassStale {

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -51,7 +53,16 @@ func newEnv(t testing.TB, batch int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ac.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", armnetwork.LoadBalancer{
+	e := &env{dev: dev, cmp: cmp, ac: ac, inv: inv, w: w, events: events}
+	e.pool = e.standardLB(t, "kubernetes")
+	return e
+}
+
+// standardLB creates a Standard load balancer with an empty pool
+// "kubernetes" and returns the pool's id.
+func (e *env) standardLB(t testing.TB, name string) string {
+	t.Helper()
+	_, err := e.ac.LoadBalancer.CreateOrUpdate(context.Background(), devenv.ResourceGroup, name, armnetwork.LoadBalancer{
 		Location: to.Ptr(devenv.Location),
 		SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{
@@ -61,8 +72,7 @@ func newEnv(t testing.TB, batch int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := names.LoadBalancerRef{Subscription: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Name: "kubernetes"}
-	return &env{dev: dev, cmp: cmp, ac: ac, inv: inv, w: w, events: events, pool: ref.Child("backendAddressPools", "kubernetes")}
+	return names.LoadBalancerRef{Subscription: devenv.SubscriptionID, ResourceGroup: devenv.ResourceGroup, Name: name}.Child("backendAddressPools", "kubernetes")
 }
 
 // members lists the pool's members (the owners of its ip configurations).
@@ -202,9 +212,12 @@ func TestEnsureMembersRetriesAStaleEtagAndBatches(t *testing.T) {
 		nodes = append(nodes, nodeOf(vm))
 	}
 	// The first PUT of VM 2 meets a concurrent writer (412): the writer
-	// reads it again and writes once more.
-	if _, err := e.dev.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: "/virtualMachines/2$", Status: 412, Code: "PreconditionFailed", Count: 1}); err != nil {
-		t.Fatal(err)
+	// reads it again and writes once more. So does the first model PUT
+	// (the join of the other load balancer's pool, for example).
+	for _, re := range []string{"/virtualMachines/2$", "/virtualMachineScaleSets/pool1$"} {
+		if _, err := e.dev.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: re, Status: 412, Code: "PreconditionFailed", Count: 1}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.dev.Emulator().ResetRequests()
 	res, err := e.w.EnsureMembers(ctx, nicpool.Pool{ID: e.pool, Family: v1.IPv4Protocol}, nodes)
@@ -225,6 +238,11 @@ func TestEnsureMembersRetriesAStaleEtagAndBatches(t *testing.T) {
 	// its 412.
 	if reads["2"] != reads["1"]+1 {
 		t.Fatalf("reads per VM %v: VM 2 was not read again after its 412", reads)
+	}
+	for _, f := range e.dev.Emulator().Faults() {
+		if f.Fired != 1 {
+			t.Fatalf("fault %s fired %d times, want once", f.Fault.PathRegex, f.Fired)
+		}
 	}
 }
 
@@ -285,5 +303,56 @@ func TestEnsureMembersSkipsADeletingScaleSet(t *testing.T) {
 			len(events.Find(vm.Name, nicpool.EventReasonSkipped)) != 1 {
 			t.Fatalf("%s: skipped %q, events %v", vm.Name, res.Skipped[vm.Name], events.All())
 		}
+	}
+}
+
+// Two load balancers' pools (a public one and its internal twin) joined at
+// once over one scale set: the writes of the scale set are made one caller
+// at a time, so neither meets the other's write (no 412) and every VM ends
+// in both pools.
+func TestEnsureMembersOfTwoPoolsAtOnceDoNotConflict(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx := context.Background()
+	ilbPool := e.standardLB(t, "kubernetes-internal")
+	vmss, err := e.cmp.CreateScaleSet(ctx, "pool1", 3, devenv.ScaleSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*v1.Node
+	for _, vm := range vmss {
+		nodes = append(nodes, nodeOf(vm))
+	}
+	e.dev.Emulator().SetLatency(20 * time.Millisecond)
+	e.dev.Emulator().ResetRequests()
+	var wg sync.WaitGroup
+	results := make([]nicpool.Result, 2)
+	errs := make([]error, 2)
+	for i, pool := range []string{e.pool, ilbPool} {
+		wg.Go(func() {
+			results[i], errs[i] = e.w.EnsureMembers(ctx, nicpool.Pool{ID: pool, Family: v1.IPv4Protocol}, nodes)
+		})
+	}
+	wg.Wait()
+	e.dev.Emulator().SetLatency(0)
+	for i := range results {
+		if errs[i] != nil || len(results[i].Members) != 3 {
+			t.Fatalf("pool %d: %+v, %v", i, results[i], errs[i])
+		}
+	}
+	for _, r := range e.dev.Emulator().Requests() {
+		if r.Status == http.StatusPreconditionFailed {
+			t.Errorf("%s %s met a concurrent write (412)", r.Method, r.Path)
+		}
+	}
+	// The model and three VMs, per pool.
+	if n := e.writes(); n != 8 {
+		t.Errorf("%d writes, want 8", n)
+	}
+	if got := e.members(t); len(got) != 3 {
+		t.Errorf("public pool members %v", got)
+	}
+	p, err := e.ac.BackendPool.Get(ctx, devenv.ResourceGroup, "kubernetes-internal", "kubernetes")
+	if err != nil || len(p.Properties.BackendIPConfigurations) != 3 {
+		t.Fatalf("internal pool %+v, %v", p, err)
 	}
 }

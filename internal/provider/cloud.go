@@ -75,8 +75,13 @@ func Register() {
 	})
 }
 
-// NewCloud builds the cloud from a loaded configuration.
+// NewCloud builds the cloud from a loaded configuration. It refuses what
+// the controller does not run with (config.CheckController: loadBalancerSku
+// basic).
 func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
+	if err := cfg.CheckController(); err != nil {
+		return nil, err
+	}
 	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "azlb-controller-manager"})
 	if err != nil {
 		return nil, err
@@ -175,8 +180,9 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component str
 }
 
 // SetInformers gives the Service reconcile the listers of the shared
-// informers: namespaces (placement), nodes (latest taints) and, in
-// multiple-SLB mode, EndpointSlices (Local Service pools).
+// informers: namespaces (placement), nodes (latest taints), Services (the
+// Basic migration's events) and, in multiple-SLB mode, EndpointSlices
+// (Local Service pools).
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	var listSlices discoverylisters.EndpointSliceLister
 	var synced func() bool
@@ -185,6 +191,9 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 		listSlices, synced = slices.Lister(), slices.Informer().HasSynced
 	}
 	c.SetListers(f.Core().V1().Namespaces().Lister(), f.Core().V1().Nodes().Lister(), listSlices, synced)
+	if c.migrator != nil {
+		c.SetServiceLister(f.Core().V1().Services().Lister())
+	}
 }
 
 // UseLoadBalancer makes lb the cloud's LoadBalancer in place of the

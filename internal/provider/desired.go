@@ -20,6 +20,9 @@ type frontendInput struct {
 	publicIPID string
 	subnetID   string
 	privateIP  string
+	// keepIP is the address a new internal frontend takes when no
+	// privateIP is asked for (the Service's ingress IP, in the subnet).
+	keepIP string
 }
 
 // serviceLBState is the part of a load balancer one Service owns for one IP

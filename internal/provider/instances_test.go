@@ -13,6 +13,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/compute"
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/testutil"
@@ -94,5 +95,14 @@ func TestInstancesV2FollowTheVMs(t *testing.T) {
 		if ok, err := inst.InstanceExists(ctx, withID("x", pid)); ok || err == nil {
 			t.Fatalf("providerID %s: exists=%v err=%v", pid, ok, err)
 		}
+	}
+}
+
+// The controller refuses loadBalancerSku basic before it builds anything.
+func TestNewCloudRefusesBasic(t *testing.T) {
+	cfg := testutil.FakeConfig(t, func(c *config.Config) { c.LoadBalancerSKU = config.LoadBalancerSKUBasic })
+	_, err := NewCloud(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "loadBalancerSku: Basic Load Balancer was retired by Azure on 2025-09-30") {
+		t.Fatalf("NewCloud with a Basic SKU: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 )
@@ -58,7 +59,7 @@ func (p *Provider) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 // EnsureLoadBalancer creates or updates the Service's frontends, rules and
 // probes, and the cluster backend pools of its load balancer.
 func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	defer p.perService.lock(string(svc.UID))()
+	defer p.perService.Lock(string(svc.UID))()
 	st, err := p.reconcile(ctx, callerEnsure, svc, nodes)
 	return st, p.retryAfterThrottle(err)
 }
@@ -72,7 +73,7 @@ func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Ser
 // Service deleted meanwhile, or one deleted before it got the finalizer, and
 // nothing would ever remove it (found by the chaos suite, test/chaos).
 func (p *Provider) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	defer p.perService.lock(string(svc.UID))()
+	defer p.perService.Lock(string(svc.UID))()
 	return p.retryAfterThrottle(p.update(ctx, svc, nodes))
 }
 
@@ -118,12 +119,12 @@ func (p *Provider) reconcileServicePools(ctx context.Context, caller, lbName str
 // without frontends, and deletes the public IPs azlb created for the
 // Service. It does not depend on the Service's annotations being valid.
 func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	defer p.perService.lock(string(svc.UID))()
+	defer p.perService.Lock(string(svc.UID))()
 	return p.retryAfterThrottle(p.delete(ctx, svc))
 }
 
 func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
-	if err := p.ensureRebuilt(ctx); err != nil {
+	if err := p.ensureStarted(ctx); err != nil {
 		return err
 	}
 	base := names.FrontendBase(svc)
@@ -140,7 +141,7 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 // reconcile is the full EnsureLoadBalancer path.
 func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	log := logger(ctx).WithValues("service", names.ServiceKey(svc))
-	if err := p.ensureRebuilt(ctx); err != nil {
+	if err := p.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
 	spec, err := annotations.Parse(svc)
@@ -167,35 +168,9 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	}
 
 	// Frontend targets: public IPs are ensured here, outside the lock.
-	inputs := make([]frontendInput, 0, len(families))
-	ingress := map[v1.IPFamily]string{}
-	keepPIPs := map[string]bool{}
-	for _, fam := range families {
-		in := frontendInput{family: fam}
-		if spec.Internal {
-			subnet := spec.InternalSubnet
-			if subnet == "" {
-				subnet = p.cfg.SubnetName
-			}
-			if subnet == "" || p.cfg.VnetName == "" {
-				return nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
-			}
-			in.subnetID = p.subnetID(subnet)
-			in.privateIP = requestedAddress(svc, spec, fam)
-			if in.privateIP == "" {
-				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
-			}
-		} else {
-			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
-			if err != nil {
-				p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
-				return nil, err
-			}
-			in.publicIPID = pip.id
-			ingress[fam] = pip.address
-			keepPIPs[strings.ToLower(pip.id)] = true
-		}
-		inputs = append(inputs, in)
+	inputs, ingress, keepPIPs, err := p.frontendInputs(ctx, svc, spec, families, lbName, previous)
+	if err != nil {
+		return nil, err
 	}
 
 	pools := p.servicePoolNames(svc, families)
@@ -205,6 +180,9 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		states := make([]*serviceLBState, 0, len(inputs))
 		newRules := 0
 		for i, in := range inputs {
+			if in.privateIP == "" && in.keepIP != "" && findFrontend(lb, names.Frontend(svc, in.family)) == nil {
+				in.privateIP = in.keepIP // a new frontend takes the address the Service had
+			}
 			st, err := buildServiceLBState(desiredInput{
 				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
 				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
@@ -404,7 +382,7 @@ func hasOwnedFrontend(lb *armnetwork.LoadBalancer, base string) bool {
 // findServiceLB returns the managed load balancer holding the Service's
 // frontends, or ("", nil, nil).
 func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, *armnetwork.LoadBalancer, error) {
-	if err := p.ensureRebuilt(ctx); err != nil {
+	if err := p.ensureStarted(ctx); err != nil {
 		return "", nil, err
 	}
 	base := names.FrontendBase(svc)
@@ -532,4 +510,52 @@ func serviceFamilies(svc *v1.Service) []v1.IPFamily {
 		return []v1.IPFamily{v1.IPv4Protocol}
 	}
 	return svc.Spec.IPFamilies
+}
+
+// frontendInputs are the Service's frontend targets, one per family: the
+// public IP (ensured here, outside the store's lock; its address is the
+// ingress) or the internal subnet and address. keepPIPs are the public IPs
+// the Service keeps.
+func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily, lbName string, previous serviceFrontendSet) (
+	[]frontendInput, map[v1.IPFamily]string, map[string]bool, error) {
+	inputs := make([]frontendInput, 0, len(families))
+	ingress := map[v1.IPFamily]string{}
+	keepPIPs := map[string]bool{}
+	for _, fam := range families {
+		in := frontendInput{family: fam}
+		if spec.Internal {
+			subnet := spec.InternalSubnet
+			if subnet == "" {
+				subnet = p.cfg.SubnetName
+			}
+			if subnet == "" || p.cfg.VnetName == "" {
+				return nil, nil, nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
+			}
+			in.subnetID = p.subnetID(subnet)
+			in.privateIP = requestedAddress(svc, spec, fam)
+			if in.privateIP == "" {
+				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
+			}
+			if in.privateIP == "" {
+				keep, err := p.statusPrivateIP(ctx, svc, lbName, fam, in.subnetID)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				in.keepIP = keep
+			}
+		} else {
+			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
+			if err != nil {
+				if ue := (*migration.UpgradeError)(nil); !errors.As(err, &ue) {
+					p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
+				}
+				return nil, nil, nil, err
+			}
+			in.publicIPID = pip.id
+			ingress[fam] = pip.address
+			keepPIPs[strings.ToLower(pip.id)] = true
+		}
+		inputs = append(inputs, in)
+	}
+	return inputs, ingress, keepPIPs, nil
 }

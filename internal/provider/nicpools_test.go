@@ -69,18 +69,27 @@ func newNICHarness(t *testing.T, pool config.Config) *nicHarness {
 // decoupler) and VM inventory, as NewCloud does.
 func (h *nicHarness) newProvider(t *testing.T) *Provider {
 	t.Helper()
-	inv, err := NewInventory(h.env.Config, h.clients)
+	p := newComputeProvider(t, h.env.Config, h.clients, h.recorder)
+	p.nodes = corelisters.NewNodeLister(h.idx)
+	return p
+}
+
+// newComputeProvider builds a provider as NewCloud does: its own store
+// (with the NIC pool decoupler) and VM inventory, so a new one is a
+// restarted controller.
+func newComputeProvider(t testing.TB, cfg *config.Config, clients *azure.Clients, rec record.EventRecorder) *Provider {
+	t.Helper()
+	inv, err := NewInventory(cfg, clients)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec := &storeDecoupler{}
-	store := testutil.StartStore(t, lbstore.Options{Config: h.env.Config, LoadBalancers: h.clients.LoadBalancer, Pools: h.clients.BackendPool, Decoupler: dec})
-	p, err := New(Options{Config: h.env.Config, Clients: h.clients, Store: store, Recorder: h.recorder, Inventory: inv})
+	store := testutil.StartStore(t, lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool, Decoupler: dec})
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Recorder: rec, Inventory: inv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec.w = p.nicPools
-	p.nodes = corelisters.NewNodeLister(h.idx)
 	return p
 }
 

@@ -18,7 +18,9 @@ import (
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/keymutex"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/nicpool"
 	"github.com/azlb/azlb/internal/placement"
@@ -91,8 +93,14 @@ type Provider struct {
 	slices       discoverylisters.EndpointSliceLister
 	slicesSynced func() bool
 
-	perService keyMutex   // one reconcile per Service at a time
-	nodeMu     sync.Mutex // serialises node placement
+	services corelisters.ServiceLister // nil: the migration records no Service events
+
+	migrator  *migration.Migrator // nil unless loadBalancerSku is standard
+	migrateMu sync.Mutex
+	migrated  bool
+
+	perService keymutex.Mutex // one reconcile per Service at a time (EnsureLoadBalancer from a Service sync and UpdateLoadBalancer from a node sync may come at once)
+	nodeMu     sync.Mutex     // serialises node placement
 	rebuildMu  sync.Mutex
 	rebuilt    bool
 }
@@ -133,6 +141,11 @@ func New(opts Options) (*Provider, error) {
 		}
 		p.inventory, p.nicPools = opts.Inventory, w
 	}
+	m, err := p.newMigrator()
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	p.migrator = m
 	if cfg.UseMultipleStandardLoadBalancers() {
 		placer, err := placement.New(cfg.MultipleStandardLoadBalancerConfigurations, cfg.DefaultLoadBalancerName())
 		if err != nil {
@@ -149,6 +162,10 @@ func (p *Provider) SetListers(namespaces corelisters.NamespaceLister, nodes core
 	slices discoverylisters.EndpointSliceLister, slicesSynced func() bool) {
 	p.namespaces, p.nodes, p.slices, p.slicesSynced = namespaces, nodes, slices, slicesSynced
 }
+
+// SetServiceLister plugs in the Service lister (the migration tells the
+// Services of a Basic load balancer what happens to them).
+func (p *Provider) SetServiceLister(services corelisters.ServiceLister) { p.services = services }
 
 func (p *Provider) lbRef(lbName string) names.LoadBalancerRef {
 	return names.LoadBalancerRef{Subscription: p.cfg.SubscriptionID, ResourceGroup: p.store.ResourceGroup(), Name: lbName}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/metrics"
+	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -65,7 +67,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 		}
 		for _, pip := range pips {
 			if pip.Properties != nil && ptr.Deref(pip.Properties.IPAddress, "") == addr {
-				return publicIP{id: ptr.Deref(pip.ID, ""), address: addr}, nil
+				return p.standardPublicIP(ctx, svc, rg, pip)
 			}
 		}
 		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", names.ServiceKey(svc), addr, rg)
@@ -78,7 +80,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 		if got := ipFamilyOfPIP(pip); got != family {
 			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family)
 		}
-		return publicIP{id: ptr.Deref(pip.ID, ""), address: pipAddress(pip)}, nil
+		return p.standardPublicIP(ctx, svc, rg, pip)
 	}
 	if azure.Classify(err) != azure.ClassStale {
 		return publicIP{}, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
@@ -107,6 +109,29 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	}
 	logger(ctx).Info("Created public IP", "service", names.ServiceKey(svc), "publicIP", name, "address", pipAddress(created))
 	return publicIP{id: ptr.Deref(created.ID, ""), address: pipAddress(created)}, nil
+}
+
+// standardPublicIP returns an existing public IP for a Service's frontend,
+// upgraded from Basic to Standard (keeping its address) when it is Basic:
+// the public IPs of a cluster migrated from Basic load balancers, the
+// user's own as much as azlb's. A Basic public IP that cannot be upgraded
+// (in use elsewhere, or Dynamic) is an *migration.UpgradeError, with a
+// Warning event; nothing is written then.
+func (p *Provider) standardPublicIP(ctx context.Context, svc *v1.Service, rg string, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+	if !migration.IsBasic(pip) {
+		return publicIP{id: ptr.Deref(pip.ID, ""), address: pipAddress(pip)}, nil
+	}
+	up, err := migration.UpgradePublicIP(ctx, p.clients.PublicIP, rg, pip)
+	metrics.CountPublicIPUpgrade(err)
+	if err != nil {
+		p.warn(svc, migration.EventReasonPublicIPUpgradeFailed, "%v", err)
+		return publicIP{}, fmt.Errorf("service %s: %w", names.ServiceKey(svc), err)
+	}
+	name := ptr.Deref(pip.Name, "")
+	p.recorder.Eventf(svc, v1.EventTypeNormal, migration.EventReasonPublicIPUpgraded,
+		"Public IP %s (%s) upgraded from Basic to Standard SKU; the address is kept", name, pipAddress(up))
+	logger(ctx).Info("Basic load balancer migration: upgraded a Service's public IP to Standard", "service", names.ServiceKey(svc), "publicIP", name, "address", pipAddress(up))
+	return publicIP{id: ptr.Deref(up.ID, ""), address: pipAddress(up)}, nil
 }
 
 // deleteOwnedPublicIPs deletes every public IP azlb created for the Service

@@ -44,8 +44,8 @@ type Options struct {
 	SecurePort int
 	// Out receives progress lines.
 	Out io.Writer
-	// Variant selects the demo: VariantMulti ("" too), VariantNIC or
-	// VariantContainer.
+	// Variant selects the demo: VariantMulti ("" too), VariantNIC,
+	// VariantContainer or VariantBasic.
 	Variant string
 }
 
@@ -61,7 +61,7 @@ const (
 func Up(ctx context.Context, o Options) error {
 	start := time.Now()
 	if !knownVariant(o.Variant) {
-		return fmt.Errorf("unknown sandbox variant %q (known: %s, %s, %s)", o.Variant, VariantMulti, VariantNIC, VariantContainer)
+		return fmt.Errorf("unknown sandbox variant %q (known: %s)", o.Variant, strings.Join(Variants, ", "))
 	}
 	if running(o.Dir) {
 		return fmt.Errorf("a sandbox is already running in %s: stop it with 'make sandbox-down'", o.Dir)
@@ -121,7 +121,7 @@ func Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	v := &variantRun{o: o, env: env, logs: logs, step: step}
+	v := &variantRun{o: o, env: env, cs: cs, logs: logs, step: step}
 	azureJSON, err := v.seed(ctx, url, caFile, kube.AdminKubeconfig)
 	if err != nil {
 		return err
@@ -130,10 +130,11 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	kc := kube.ControllerKubeconfig
-	if err := startDetached(o.Dir, "azlb-controller-manager", filepath.Join(logs, "controller.log"), filepath.Join(o.BinDir, "azlb-controller-manager"),
+	ctl := controllerCommand{Bin: filepath.Join(o.BinDir, "azlb-controller-manager"), Args: []string{
 		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--leader-elect=false", "--use-service-account-credentials", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)),
-		"--node-monitor-period=2s", "--v=2"); err != nil {
+		"--node-monitor-period=2s", "--v=2"}}
+	if err := ctl.start(o.Dir, filepath.Join(logs, "controller.log")); err != nil {
 		return err
 	}
 	step("azlb-controller-manager started (the manager as ServiceAccount kube-system/azlb-controller-manager, each controller as its own)")
@@ -157,6 +158,47 @@ func Up(ctx context.Context, o Options) error {
 	return nil
 }
 
+// controllerFile keeps the controller's command line, for RestartController.
+const controllerFile = "controller.json"
+
+// controllerCommand is how Up started the controller.
+type controllerCommand struct {
+	Bin  string   `json:"bin"`
+	Args []string `json:"args"`
+}
+
+func (c controllerCommand) start(dir, logPath string) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, controllerFile), b, 0o600); err != nil {
+		return err
+	}
+	return startDetached(dir, "azlb-controller-manager", logPath, c.Bin, c.Args...)
+}
+
+// RestartController stops the sandbox's controller (if it runs) and starts
+// it again as Up did, reading azure.json afresh: what a user does after
+// editing it (for example to migrate the Basic sandbox). The previous log
+// is kept as controller.log.1.
+func RestartController(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, controllerFile))
+	if err != nil {
+		return fmt.Errorf("no sandbox controller to restart in %s (start one with 'make sandbox'): %w", dir, err)
+	}
+	var c controllerCommand
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, controllerFile), err)
+	}
+	devenv.StopPIDFile(filepath.Join(dir, "azlb-controller-manager.pid"))
+	logPath := filepath.Join(dir, "logs", "controller.log")
+	if err := os.Rename(logPath, logPath+".1"); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return c.start(dir, logPath)
+}
+
 // Down stops every process Up started and leaves the files in place.
 func Down(dir string) {
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-node-agent.pid"))
@@ -165,8 +207,13 @@ func Down(dir string) {
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))
 }
 
-func running(dir string) bool {
-	for _, f := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid")} {
+// running reports whether a process of the pid files (under dir; default:
+// every process of the sandbox) runs.
+func running(dir string, pidFiles ...string) bool {
+	if len(pidFiles) == 0 {
+		pidFiles = []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid")}
+	}
+	for _, f := range pidFiles {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			continue

@@ -74,3 +74,25 @@ func TestUpRefusesUnknownVariant(t *testing.T) {
 		t.Errorf("Up wrote %d entries for an unknown variant", len(entries))
 	}
 }
+
+// The Basic demo's azure.json loads (tools read it) but the controller
+// refuses it until loadBalancerSku is standard.
+func TestBasicAzureJSON(t *testing.T) {
+	cfg, err := config.Load(bytes.NewReader(BasicAzureJSON("https://127.0.0.1:1234", writeCA(t, t.TempDir()))))
+	if err != nil {
+		t.Fatalf("Basic sandbox azure.json does not load: %v", err)
+	}
+	if err := cfg.CheckController(); err == nil || !strings.Contains(err.Error(), "retired") {
+		t.Fatalf("the controller would accept it: %v", err)
+	}
+	if cfg.LoadBalancerBackendPoolConfigurationType != config.BackendPoolNodeIPConfiguration {
+		t.Fatalf("pools %s, want NIC-based", cfg.LoadBalancerBackendPoolConfigurationType)
+	}
+}
+
+// RestartController needs a sandbox that Up started.
+func TestRestartControllerWithoutSandbox(t *testing.T) {
+	if err := RestartController(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no sandbox controller to restart") {
+		t.Fatalf("RestartController in an empty directory: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -26,14 +27,18 @@ const (
 	// Balancer): a service gateway, Services with their own load
 	// balancers, pods registered under their nodes.
 	VariantContainer = "container"
+	// VariantBasic: a cluster an earlier cloud provider ran with Basic
+	// load balancers (retired), azure.json at loadBalancerSku basic: the
+	// controller refuses to start until it is set to standard and the
+	// controller restarted (RestartController), which migrates it.
+	VariantBasic = "basic"
 )
 
+// Variants lists the variants Up knows.
+var Variants = []string{VariantMulti, VariantNIC, VariantContainer, VariantBasic}
+
 func knownVariant(v string) bool {
-	switch v {
-	case "", VariantMulti, VariantNIC, VariantContainer:
-		return true
-	}
-	return false
+	return v == "" || slices.Contains(Variants, v)
 }
 
 // variantRun is what Up does for its variant on top of the processes every
@@ -41,6 +46,7 @@ func knownVariant(v string) bool {
 type variantRun struct {
 	o    Options
 	env  *devenv.Env
+	cs   kubernetes.Interface
 	logs string
 	step func(format string, args ...any)
 	// nodes are the simulated nodes (node agents).
@@ -48,8 +54,9 @@ type variantRun struct {
 }
 
 // seed writes the variant's azure.json and seeds what it needs in Azure
-// (the service gateway; the NIC demo's VMs) and starts the node agents
-// (kubelets of the NIC demo's VMs; every node's kube-proxy) before the
+// (the service gateway; the NIC demo's VMs; the Basic cluster's VMs, load
+// balancers, public IPs and Services) and starts the node agents (kubelets
+// of the NIC and Basic demos' VMs; every node's kube-proxy) before the
 // controller starts. It returns the azure.json path.
 func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig string) (string, error) {
 	azureJSON := filepath.Join(v.o.Dir, AzureJSONFile)
@@ -57,6 +64,8 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 	switch v.o.Variant {
 	case VariantNIC:
 		cfgJSON = NICAzureJSON(url, caFile)
+	case VariantBasic:
+		cfgJSON = BasicAzureJSON(url, caFile)
 	case VariantContainer:
 		cfgJSON = ContainerAzureJSON(url, caFile)
 		if err := v.env.SeedServiceGateway(ctx); err != nil {
@@ -80,6 +89,11 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 			return "", err
 		}
 		v.step("created scale set aks-nic (3 VMs) and availability set aks-as (2 VMs) in the emulator")
+	case VariantBasic:
+		var err error
+		if nodes, err = seedBasic(ctx, v.env, v.cs, v.step); err != nil {
+			return "", err
+		}
 	default:
 		nodes = demoAgentNodes()
 	}
@@ -92,7 +106,7 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 		"node-agent", "--kubeconfig", adminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
 		return "", err
 	}
-	if v.o.Variant == VariantNIC {
+	if v.o.Variant == VariantNIC || v.o.Variant == VariantBasic {
 		v.step("simulated kubelets and kube-proxies started for %d nodes (Ready follows each VM's power state)", len(nodes))
 	} else {
 		v.step("simulated kube-proxies started for %d nodes (each answers on its loopback address with its name)", len(nodes))
@@ -108,6 +122,8 @@ func (v *variantRun) demo(ctx context.Context, cs kubernetes.Interface) ([]strin
 		return []string{"web"}, createNICDemo(ctx, cs)
 	case VariantContainer:
 		return []string{"web", "api"}, createContainerDemo(ctx, cs)
+	case VariantBasic:
+		return basicServiceNames(), nil // seeded with their Basic-era IPs
 	default:
 		return []string{"web", "api"}, createDemo(ctx, cs)
 	}
@@ -129,6 +145,12 @@ func (v *variantRun) ready(ctx context.Context) error {
 			return fmt.Errorf("the pods did not reach the service gateway (see %s): %w", controllerLog, err)
 		}
 		v.step("service gateway holds the %d demo pods", n)
+	case VariantBasic:
+		msg, err := waitRefusal(ctx, v.o.Dir, controllerLog)
+		if err != nil {
+			return err
+		}
+		v.step("azlb-controller-manager refused to start, as it must with loadBalancerSku basic: %s", msg)
 	}
 	return nil
 }

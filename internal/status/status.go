@@ -129,8 +129,12 @@ func Render(w io.Writer, s *Snapshot) error {
 		if svc := s.serviceOfUID(title); svc != "" {
 			title += " (" + svc + ")"
 		}
-		fmt.Fprintf(tw, "LOAD BALANCER %s\t%d frontends, %d rules, %d probes, %d pools\n", title,
-			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools))
+		sku := ""
+		if lb.SKU != nil && lb.SKU.Name != nil {
+			sku = ", SKU " + string(*lb.SKU.Name)
+		}
+		fmt.Fprintf(tw, "LOAD BALANCER %s\t%d frontends, %d rules, %d probes, %d pools%s\n", title,
+			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools), sku)
 		fmt.Fprintln(tw, "  FRONTEND\tADDRESS\tSERVICE\tRULES")
 		for _, fe := range p.FrontendIPConfigurations {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), cmp.Or(s.serviceOfUID(str(lb.Name)), s.service(str(fe.Name))), rulesOf(p, str(fe.Name)))

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/devenv"
@@ -117,7 +118,13 @@ func TestServiceLifecycle(t *testing.T) {
 // ensuredCount sums the EnsuredLoadBalancer events of a Service.
 func ensuredCount(t *testing.T, ns, name string) int32 {
 	t.Helper()
-	evs, err := suite.cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	return ensuredCountIn(t, suite.cs, ns, name)
+}
+
+// ensuredCountIn is ensuredCount in the cluster of cs.
+func ensuredCountIn(t *testing.T, cs kubernetes.Interface, ns, name string) int32 {
+	t.Helper()
+	evs, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

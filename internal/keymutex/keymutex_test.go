@@ -1,21 +1,23 @@
-package provider
+package keymutex
 
 import (
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
-func TestKeyMutexSerialisesPerKeyAndForgets(t *testing.T) {
-	var k keyMutex
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSerialisesPerKeyAndForgets(t *testing.T) {
+	var k Mutex
 	var wg sync.WaitGroup
 	inside := map[string]int{}
 	var mu sync.Mutex
-	for i := 0; i < 50; i++ {
+	for range 50 {
 		for _, key := range []string{"a", "b"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				unlock := k.lock(key)
+			wg.Go(func() {
+				unlock := k.Lock(key)
 				mu.Lock()
 				inside[key]++
 				if inside[key] > 1 {
@@ -26,11 +28,11 @@ func TestKeyMutexSerialisesPerKeyAndForgets(t *testing.T) {
 				inside[key]--
 				mu.Unlock()
 				unlock()
-			}()
+			})
 		}
 	}
 	wg.Wait()
-	if len(k.locks) != 0 {
-		t.Fatalf("%d lock entries left behind", len(k.locks))
+	if n := k.held(); n != 0 {
+		t.Fatalf("%d lock entries left behind", n)
 	}
 }
