@@ -24,8 +24,8 @@ const (
 	leaseName      = "azlb-controller-manager"
 	acquiredLine   = "Successfully acquired lease"
 	// takeoverBound is what docs/reliability.md promises: a standby leads
-	// within 15 s of the leader's death or freeze (leaseDuration 12 s +
-	// retryPeriod 2 s with jitter).
+	// within 15 s of the leader's death or freeze (the chart's
+	// leaseDuration 10 s + two standby polls of at most 2.2 s each).
 	takeoverBound = 15 * time.Second
 )
 
