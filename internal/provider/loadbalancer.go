@@ -25,6 +25,7 @@ const (
 	callerEnsure  = "EnsureLoadBalancer"
 	callerUpdate  = "UpdateLoadBalancer"
 	callerDeleted = "EnsureLoadBalancerDeleted"
+	callerLabels  = "SyncClusterPools"
 )
 
 // GetLoadBalancerName returns the name every frontend, rule and probe of the

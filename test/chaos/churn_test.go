@@ -373,14 +373,20 @@ func (w *world) nodeLeave(ctx context.Context) error {
 	return err
 }
 
-// nodeLabel toggles the exclusion label. Labels that decide a node's load
-// balancer (lb-2's node selector, the agent pool) are set when a node joins
-// and not changed afterwards: azlb moves such a node only at the service
-// controller's next node sync that a node-set change triggers
-// (docs/reliability.md, known limits).
+// nodeLabel toggles one of the labels that decide where a node's backends
+// go: the exclusion label, lb-2's node selector (pool=two), lb-3's agent
+// pool (pool3) or the control-plane role. The exclusion label is acted on by
+// the service controller's node sync; the others by the node-label
+// controller (internal/nodelabels).
 func (w *world) nodeLabel(ctx context.Context) error {
 	node := w.pick(w.nodes)
-	key, value := "node.kubernetes.io/exclude-from-external-load-balancers", "true"
+	kv := [...][2]string{
+		{"node.kubernetes.io/exclude-from-external-load-balancers", "true"},
+		{"pool", "two"},
+		{"kubernetes.azure.com/agentpool", "pool3"},
+		{"node-role.kubernetes.io/control-plane", ""},
+	}[w.rnd.IntN(4)]
+	key, value := kv[0], kv[1]
 	return w.updateNode(ctx, node, func(n *v1.Node) {
 		if _, ok := n.Labels[key]; ok {
 			delete(n.Labels, key)
