@@ -30,13 +30,7 @@ func TestRelabelledNodeMovesBetweenLoadBalancers(t *testing.T) {
 	ctx := context.Background()
 	n1 := testutil.Node("n1", testutil.InternalIPs("10.240.0.4"), testutil.Labels("pool", "a"))
 	n2 := testutil.Node("n2", testutil.InternalIPs("10.240.0.5"), testutil.Labels("pool", "b"))
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, n := range []*v1.Node{n1, n2} {
-		if err := idx.Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.p.nodes = corelisters.NewNodeLister(idx)
+	idx := h.useNodes(t, n1, n2)
 	listed := []*v1.Node{n1, n2} // the service controller's list, from before the relabel
 	// Two Services: one per load balancer (fewest Services wins).
 	web := testService("web", "c1c1c1c1-0000-0000-0000-000000000041", nil, 80)
@@ -101,13 +95,7 @@ func TestNodeLabelledControlPlaneLeavesThePool(t *testing.T) {
 	ctx := context.Background()
 	n1 := testutil.Node("n1", testutil.InternalIPs("10.240.0.4"))
 	n2 := testutil.Node("n2", testutil.InternalIPs("10.240.0.5"))
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, n := range []*v1.Node{n1, n2} {
-		if err := idx.Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.p.nodes = corelisters.NewNodeLister(idx)
+	idx := h.useNodes(t, n1, n2)
 	svc := testService("web", "c3c3c3c3-0000-0000-0000-000000000043", nil, 80)
 	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{n1, n2}); err != nil {
 		t.Fatal(err)
@@ -124,4 +112,18 @@ func TestNodeLabelledControlPlaneLeavesThePool(t *testing.T) {
 	if !slices.Equal(got, []string{"n1"}) {
 		t.Errorf("cluster pool %v after n2 became a control-plane node, want [n1]", got)
 	}
+}
+
+// useNodes gives the provider a node lister holding the nodes and returns
+// its indexer (for relabels).
+func (h *harness) useNodes(t *testing.T, nodes ...*v1.Node) cache.Indexer {
+	t.Helper()
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range nodes {
+		if err := idx.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.p.nodes = corelisters.NewNodeLister(idx)
+	return idx
 }

@@ -244,24 +244,7 @@ func (m *podMode) checkLB(svc *v1.Service, lb *armnetwork.LoadBalancer, pip *arm
 		}
 		want[lower(w.name)] = w
 	}
-	seen := map[string]bool{}
-	for _, r := range rulesOf(lb) {
-		name := ptr.Deref(r.Name, "")
-		w, ok := want[lower(name)]
-		if !ok {
-			m.r.add(obj, podDoc, "load balancer %s has rule %s, which no port calls for", uid, name)
-			continue
-		}
-		seen[lower(name)] = true
-		for _, d := range diffRule(r, w, uid) {
-			m.r.add(obj, podDoc, "rule %s on %s: %s", name, uid, d)
-		}
-	}
-	for k, w := range want {
-		if !seen[k] {
-			m.r.add(obj, podDoc, "load balancer %s has no rule %s", uid, w.name)
-		}
-	}
+	compareRules(m.r, obj, uid, rulesOf(lb), want, nil, ruleDocs{extra: podDoc, diff: podDoc, caller: "port"})
 }
 
 func (m *podMode) checkRegistration(svc *v1.Service, gs *armnetwork.ServiceGatewayService) {

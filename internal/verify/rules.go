@@ -192,28 +192,9 @@ func (m *nodeMode) checkRulesAndProbes(svc *v1.Service, spec *annotations.Servic
 		}
 	}
 	doc := "load-balancers.md#annotations"
+	compareRules(m.r, obj, lbName, rulesOf(lb), wantR, func(name string) bool { return names.Owns(base, name) },
+		ruleDocs{extra: "load-balancers.md#what-azlb-creates", diff: doc, caller: "port of the Service"})
 	seen := map[string]bool{}
-	for _, r := range rulesOf(lb) {
-		name := ptr.Deref(r.Name, "")
-		if !names.Owns(base, name) {
-			continue
-		}
-		w, ok := wantR[lower(name)]
-		if !ok {
-			m.r.add(obj, "load-balancers.md#what-azlb-creates", "load balancer %s has rule %s, which no port of the Service calls for", lbName, name)
-			continue
-		}
-		seen[lower(name)] = true
-		for _, d := range diffRule(r, w, lbName) {
-			m.r.add(obj, doc, "rule %s on %s: %s", name, lbName, d)
-		}
-	}
-	for k, w := range wantR {
-		if !seen[k] {
-			m.r.add(obj, "load-balancers.md#what-azlb-creates", "load balancer %s has no rule %s", lbName, w.name)
-		}
-	}
-	seen = map[string]bool{}
 	for _, p := range probesOf(lb) {
 		name := ptr.Deref(p.Name, "")
 		w, ok := wantP[lower(name)]
@@ -291,4 +272,37 @@ func diffProbe(p *armnetwork.Probe, w *wantProbe) []string {
 		out = append(out, fmt.Sprintf("numberOfProbes %d, want %d", got, w.num))
 	}
 	return out
+}
+
+// ruleDocs are the documentation anchors of compareRules' findings: a rule
+// too many or missing (extra), a rule that differs (diff); caller names
+// what calls for a rule in the findings ("port").
+type ruleDocs struct{ extra, diff, caller string }
+
+// compareRules reports, on obj, the rules of the load balancer (those keep
+// selects; nil: all) that nothing in want calls for, the wanted ones that
+// are missing, and how each present one differs from what is wanted (want
+// is keyed by lower-cased rule name).
+func compareRules(r *Report, obj, lbName string, rules []*armnetwork.LoadBalancingRule, want map[string]wantRule, keep func(string) bool, docs ruleDocs) {
+	seen := map[string]bool{}
+	for _, rule := range rules {
+		name := ptr.Deref(rule.Name, "")
+		if keep != nil && !keep(name) {
+			continue
+		}
+		w, ok := want[lower(name)]
+		if !ok {
+			r.add(obj, docs.extra, "load balancer %s has rule %s, which no %s calls for", lbName, name, docs.caller)
+			continue
+		}
+		seen[lower(name)] = true
+		for _, d := range diffRule(rule, w, lbName) {
+			r.add(obj, docs.diff, "rule %s on %s: %s", name, lbName, d)
+		}
+	}
+	for k, w := range want {
+		if !seen[k] {
+			r.add(obj, docs.extra, "load balancer %s has no rule %s", lbName, w.name)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -114,7 +113,7 @@ func startReplicaWith(t testing.TB, name string, leaderElect bool, cluster map[s
 
 func (r *replica) start(t testing.TB) {
 	t.Helper()
-	port, err := freePort()
+	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,12 +144,7 @@ func (r *replica) start(t testing.TB) {
 		if err != nil {
 			return
 		}
-		for _, race := range testutil.OurRaces(log) {
-			t.Errorf("replica %s hit a data race in azlb code:\n%s", r.name, race)
-		}
-		for _, line := range testutil.Forbidden(log) {
-			t.Errorf("replica %s was refused by RBAC:\n%s", r.name, line)
-		}
+		testutil.CheckControllerLog(t, "replica "+r.name, log)
 	})
 }
 
@@ -161,15 +155,6 @@ func (r *replica) restart(t testing.TB) {
 		t.Fatalf("replica %s still runs", r.name)
 	}
 	r.start(t)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // resetCluster leaves nothing of an earlier scenario: no Services,

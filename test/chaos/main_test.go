@@ -3,11 +3,8 @@ package chaos
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // suite is the shared control plane, emulator and binaries.
@@ -29,6 +27,7 @@ var suite struct {
 	kube       *devenv.Kube
 	cs         kubernetes.Interface
 	params     params
+	ks         *testutil.KubeSuite
 }
 
 // params size the suites: the short variant by default (inside make test),
@@ -64,84 +63,35 @@ func loadParams() params {
 	return p
 }
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	_, file, _, _ := runtime.Caller(0)
-	suite.root = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+func TestMain(m *testing.M) {
+	suite.root = testutil.RepoRoot()
 	suite.params = loadParams()
-	work, err := os.MkdirTemp("", "azlb-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if os.Getenv("AZLB_CHAOS_KEEP") == "" {
-		defer os.RemoveAll(work)
-	} else {
-		fmt.Fprintln(os.Stderr, "chaos: keeping", work)
-	}
-	suite.work = work
-	if err := setup(); err != nil {
-		fmt.Fprintln(os.Stderr, "chaos setup:", err)
-		teardown()
-		return 1
-	}
-	code := m.Run()
-	teardown()
-	return code
+	os.Exit(testutil.RunSuite(m, "chaos", "AZLB_CHAOS_KEEP", setup, func() { suite.ks.Close() }))
 }
 
-func setup() error {
-	ctx := context.Background()
-	suite.ccmBinary = filepath.Join(suite.work, "azlb-controller-manager")
-	suite.cliBinary = filepath.Join(suite.work, "azlb")
-	args := []string{"build", "-o", suite.ccmBinary}
+func setup(work string) error {
+	suite.work = work
+	suite.ccmBinary = filepath.Join(work, "azlb-controller-manager")
+	suite.cliBinary = filepath.Join(work, "azlb")
+	var race []string
 	if os.Getenv("AZLB_CHAOS_RACE") != "" {
-		args = append(args, "-race") // the short variant in make test runs the controller with the race detector
+		race = []string{"-race"} // the short variant in make test runs the controller with the race detector
 	}
-	for _, b := range [][]string{append(args, "./cmd/azlb-controller-manager"), {"build", "-o", suite.cliBinary, "./cmd/azlb"}} {
-		build := exec.Command("go", b...)
-		build.Dir = suite.root
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build %v: %w", b, err)
-		}
+	if err := testutil.GoBuild(suite.ccmBinary, "./cmd/azlb-controller-manager", race...); err != nil {
+		return err
+	}
+	if err := testutil.GoBuild(suite.cliBinary, "./cmd/azlb"); err != nil {
+		return err
 	}
 	// The write budget is lifted: the suites measure azlb under the
 	// injected faults, not under Microsoft.Network's 1,000 writes per 5
-	// minutes (which would add 429s of its own).
-	env, err := devenv.Start(ctx, suite.work, emulator.Options{WriteBudget: 1 << 30}, nil)
-	if err != nil {
-		return err
-	}
-	suite.env = env
-	logs, err := os.Create(filepath.Join(suite.work, "kube.log"))
-	if err != nil {
-		return err
-	}
-	kube, err := devenv.StartKube(ctx, filepath.Join(suite.work, "kube"), devenv.KubeOptions{BinDir: filepath.Join(suite.root, "bin"), Logs: logs})
-	if err != nil {
-		return err
-	}
-	suite.kube = kube
-	rc, err := kube.RestConfig()
-	if err != nil {
-		return err
-	}
-	rc.QPS, rc.Burst = 500, 1000 // the churn driver, not the controller
-	suite.cs = kubernetes.NewForConfigOrDie(rc)
-	suite.chartArgs, err = devenv.ApplyChartIdentities(ctx, suite.cs, filepath.Join(suite.root, "bin"),
-		filepath.Join(suite.root, "deploy", "helm", "azlb"), "--set", "image.registry=chaos.invalid")
+	// minutes (which would add 429s of its own). The client is the churn
+	// driver's, not the controller's.
+	ks, err := testutil.StartKubeSuite(context.Background(), testutil.KubeSuiteOptions{Work: work,
+		Emulator: emulator.Options{WriteBudget: 1 << 30}, Registry: "chaos.invalid", QPS: 500, Burst: 1000})
+	suite.ks = ks
+	suite.env, suite.kube, suite.cs, suite.chartArgs = ks.Env, ks.Kube, ks.Client, ks.ChartArgs
 	return err
-}
-
-func teardown() {
-	if suite.kube != nil {
-		suite.kube.Stop()
-	}
-	if suite.env != nil {
-		_ = suite.env.Close()
-	}
 }
 
 // figures collects the measured figures; they are logged and, with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,7 +68,7 @@ func writeConfigFor(t *testing.T, env *devenv.Env, extra map[string]any) string 
 // when the test ends, unless the test killed it.
 func startController(t *testing.T, name, cloudConfig string, leaderElect bool, extra ...string) *controller {
 	t.Helper()
-	port, err := freePort()
+	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +95,7 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool, e
 	t.Cleanup(func() {
 		c.stop()
 		if b, err := os.ReadFile(logPath); err == nil {
-			for _, race := range testutil.OurRaces(string(b)) {
-				t.Errorf("controller %s hit a data race in azlb code:\n%s", name, race)
-			}
-			for _, line := range testutil.Forbidden(string(b)) {
-				t.Errorf("controller %s was refused by RBAC (deploy/helm/azlb/files/identities.yaml lacks a rule):\n%s", name, line)
-			}
+			testutil.CheckControllerLog(t, "controller "+name, string(b))
 		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
@@ -130,15 +124,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // eventually polls cond every 200ms until it holds or the timeout passes.

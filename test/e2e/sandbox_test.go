@@ -56,7 +56,7 @@ func sandboxBinDir(t *testing.T) string {
 // default); it is stopped when the test ends.
 func upSandbox(t *testing.T, variant string) (sandbox.Options, *bytes.Buffer) {
 	t.Helper()
-	port, err := freePort()
+	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
