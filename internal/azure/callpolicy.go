@@ -14,17 +14,15 @@ import (
 var ErrWriteFenced = errors.New("write refused: this replica is not the current leader")
 
 // WriteFence says whether this process may write to ARM now: nil allows,
-// an error refuses (and says why). It is called before every write request
-// (PUT, PATCH, POST, DELETE), never for reads or operation polls, and must
-// be cheap and safe for concurrent use.
+// an error refuses (and says why). It is called before every attempt of
+// every write request (PUT, PATCH, POST, DELETE), never for reads or
+// operation polls, and must be cheap and safe for concurrent use.
 type WriteFence func() error
 
 // callPolicy runs once per method call, before the SDK retry loop: it starts
-// the User-Agent with azure.json's userAgent and refuses writes while the
-// write fence is closed.
+// the User-Agent with azure.json's userAgent.
 type callPolicy struct {
 	userAgent string
-	fence     *atomic.Pointer[WriteFence]
 }
 
 func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -36,6 +34,22 @@ func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
 			raw.Header.Set("User-Agent", p.userAgent)
 		}
 	}
+	return req.Next()
+}
+
+// fencePolicy refuses a write attempt while the write fence is closed. It
+// runs for every attempt after the token, the throttle gate's wait and the
+// SDK's retry delay (only the metrics policy, which must not count a
+// refused attempt as a request, and the SDK's logging follow): a replica frozen (SIGSTOP, a VM pause)
+// while a write waited there, or between two attempts of one write, is
+// asked again when it wakes, and by then its lease is stale. What remains is
+// the moment between this check and the request leaving the process.
+type fencePolicy struct {
+	fence *atomic.Pointer[WriteFence]
+}
+
+func (p *fencePolicy) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
 	if f := p.fence.Load(); f != nil && raw.Method != http.MethodGet && raw.Method != http.MethodHead {
 		if err := (*f)(); err != nil {
 			return nil, &fencedError{method: raw.Method, path: raw.URL.Path, err: err}
@@ -60,8 +74,8 @@ func (e *fencedError) Unwrap() []error { return []error{ErrWriteFenced, e.err} }
 // NonRetriable keeps the SDK from retrying a fenced write.
 func (e *fencedError) NonRetriable() {}
 
-// SetWriteFence installs (or, with nil, removes) the fence every write of
-// every client passes first. The controller manager installs one under
+// SetWriteFence installs (or, with nil, removes) the fence every attempt of
+// every write of every client passes just before it is sent. The controller manager installs one under
 // leader election, so a replica that lost its lease (frozen, partitioned)
 // writes nothing even before it notices. Without a fence every write is
 // allowed.

@@ -3,9 +3,12 @@ package azure
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
@@ -77,5 +80,46 @@ func TestWriteFence(t *testing.T) {
 	c.SetWriteFence(nil)
 	if err := c.LoadBalancer.Delete(ctx, "rg", "lb1"); err != nil {
 		t.Fatalf("no fence: %v", err)
+	}
+}
+
+// failingTransport answers every request 500 and counts them.
+type failingTransport struct{ n atomic.Int32 }
+
+func (f *failingTransport) Do(r *http.Request) (*http.Response, error) {
+	f.n.Add(1)
+	return &http.Response{StatusCode: http.StatusInternalServerError, Request: r, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"error":{"code":"InternalServerError","message":"fake"}}`))}, nil
+}
+
+// The fence is asked before every attempt, not once per call: a write that
+// was admitted and failed is not retried once the fence has closed (a
+// replica frozen during the SDK's retry delay wakes with a stale lease).
+func TestWriteFenceIsAskedPerAttempt(t *testing.T) {
+	tr := &failingTransport{}
+	c, err := NewClients(context.Background(), fakeConfig("https://arm.invalid"), ClientOptions{
+		Clock: newFakeClock(), Transport: tr, Credential: staticCredential{},
+		PollFrequency: 5 * time.Millisecond, RetryDelay: time.Millisecond, Source: uniqueSource("test-fence-attempt"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var asked atomic.Int32
+	c.SetWriteFence(func() error {
+		if asked.Add(1) == 1 {
+			return nil
+		}
+		return errors.New("lease renewed 9s ago, renew deadline 7s")
+	})
+	_, err = c.LoadBalancer.CreateOrUpdate(context.Background(), "rg", "lb1", armnetwork.LoadBalancer{}, "")
+	if !errors.Is(err, ErrWriteFenced) {
+		t.Fatalf("write whose retry met a closed fence: %v, want ErrWriteFenced", err)
+	}
+	if n := tr.n.Load(); n != 1 {
+		t.Errorf("%d attempts reached ARM, want 1 (the retry must be fenced)", n)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("fence asked %d times, want 2 (once per attempt)", n)
 	}
 }

@@ -206,9 +206,10 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		o.Retry = retry
 		o.Retry.StatusCodes = RetriableStatusCodes()
 		o.Telemetry.ApplicationID = "azlb"
-		o.PerCallPolicies = []policy.Policy{&callPolicy{userAgent: cfg.UserAgent, fence: c.fence}}
+		o.PerCallPolicies = []policy.Policy{&callPolicy{userAgent: cfg.UserAgent}}
 		o.PerRetryPolicies = []policy.Policy{
 			newThrottlePolicy(client, clk, l),
+			&fencePolicy{fence: c.fence}, // after every wait: see fencePolicy
 			&metricsPolicy{clock: clk, labels: l},
 		}
 		return o
