@@ -134,8 +134,8 @@ func FreeLoopbackPort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
 }
 
 // CheckControllerLog fails the test for every data race in azlb code and
