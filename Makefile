@@ -3,8 +3,8 @@
 SHELL := /bin/bash
 GO    ?= go
 PKGS  ?= ./...
-# Unit and integration packages: everything but the end-to-end suite.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart)
+# Unit and integration packages: everything but the end-to-end and chaos suites.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart -e /test/chaos)
 comma := ,
 BIN   := $(CURDIR)/bin
 TEST_FLAGS ?= -race -count=1 -timeout 20m
@@ -31,7 +31,7 @@ IMAGES          := azlb-controller-manager azlb-emulator
 OUT             := $(CURDIR)/_out
 IMAGE_TOOL       = $(GO) -C hack/tools/image
 
-.PHONY: help build tools test test-unit test-e2e test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
+.PHONY: help build tools test test-unit test-e2e test-chaos chaos test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
 	image image-binaries push manifests update-dependencies
 
 help: ## show this help
@@ -59,7 +59,7 @@ push: image ## push the images to $(IMAGE_REGISTRY)/<name>:$(IMAGE_TAG)
 tools: ## build kube-apiserver and kubectl v1.37.1 and etcd into bin/ (cached; first build takes minutes)
 	./hack/build-tools.sh
 
-test: lint test-unit test-image test-chart test-e2e ## run every test (race detector on), e2e included
+test: lint test-unit test-image test-chart test-e2e test-chaos ## run every test (race detector on), e2e and short chaos included
 
 test-unit: ## unit and integration tests (in-process emulator, client-go fakes)
 	$(GO) test $(TEST_FLAGS) $(UNIT_PKGS)
@@ -83,8 +83,19 @@ test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + e
 	./hack/build-tools.sh kube-apiserver etcd helm
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
-bench: ## benchmarks (emulator throughput, client overhead, controller figures)
+test-chaos: ## short reliability suites (fault mix, crashes, leader failover; docs/reliability.md), a few minutes
+	./hack/build-tools.sh kube-apiserver etcd helm
+	AZLB_CHAOS_RACE=1 $(GO) test -race -count=1 -timeout 15m -v ./test/chaos/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+
+chaos: ## full reliability suites: 20 fault-mix seeds of 1,000 events, 20 crash points, 6 failovers; figures in _out/chaos/figures.jsonl
+	./hack/build-tools.sh kube-apiserver etcd helm
+	@mkdir -p $(OUT)/chaos && rm -f $(OUT)/chaos/figures.jsonl
+	AZLB_CHAOS_FULL=1 AZLB_CHAOS_OUT=$(OUT)/chaos $(GO) test -count=1 -timeout 3h -v ./test/chaos/ 2>&1 | tee $(OUT)/chaos/chaos.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+
+bench: ## benchmarks (emulator throughput, client overhead, controller figures; the scale run of docs/reliability.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(UNIT_PKGS)
+	./hack/build-tools.sh kube-apiserver etcd helm
+	$(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 -timeout 60m ./test/chaos/
 
 fuzz: ## run each fuzz target briefly (FUZZTIME, default 10s each)
 	@./hack/fuzz.sh $(or $(FUZZTIME),10s)

@@ -17,6 +17,7 @@ import (
 	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/localservice"
+	"github.com/azlb/azlb/internal/nodelabels"
 	"github.com/azlb/azlb/internal/provider"
 	"github.com/azlb/azlb/internal/servicegateway"
 )
@@ -62,6 +63,10 @@ func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
 			inits[name] = c
 		}
 	}
+	if c, ok := inits[names.ServiceLBController]; ok {
+		c.Constructor = withNodeLabels(c.Constructor)
+		inits[names.ServiceLBController] = c
+	}
 	inits[adminstate.ControllerAdminState] = app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: clientAdminState},
 		Constructor: startAdminState,
@@ -97,6 +102,37 @@ func clientFor(cfg *cloudcontrollerconfig.CompletedConfig, ic app.ControllerInit
 		return nil, fmt.Errorf("client %s: %w", ic.ClientName, err)
 	}
 	return client, nil
+}
+
+// withNodeLabels runs the node-label controller (internal/nodelabels) with
+// the service controller: the framework's node sync acts only when the node
+// set changes, and a node whose labels now place it on another load
+// balancer, or out of every pool, must move too. It reads nodes from the
+// shared informer and writes through the cloud's store, so it needs no
+// identity of its own. Not with pod-based load balancing (no node pools).
+func withNodeLabels(inner app.InitFuncConstructor) app.InitFuncConstructor {
+	return func(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+		start := inner(ic, cfg, cloud)
+		return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+			c, enabled, err := start(ctx, cc)
+			if err != nil || !enabled {
+				return c, enabled, err
+			}
+			az, err := azureCloud(cloud)
+			if err != nil {
+				return nil, false, err
+			}
+			if az.Config.PodIPMode() {
+				return c, enabled, nil
+			}
+			nl, err := nodelabels.NewController(cfg.SharedInformers.Core().V1().Nodes(), az.Provider, nil)
+			if err != nil {
+				return nil, false, err
+			}
+			go run(ctx, nl.Name(), func(ctx context.Context) error { return nl.Run(ctx, 1) })
+			return c, enabled, nil
+		}
+	}
 }
 
 // startAdminState runs the admin-state controller unless azure.json sets

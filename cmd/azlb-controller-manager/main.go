@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -26,6 +28,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
 	"k8s.io/klog/v2"
 
+	"github.com/azlb/azlb/internal/leaderfence"
 	"github.com/azlb/azlb/internal/provider"
 	"github.com/azlb/azlb/internal/servicegateway"
 	"github.com/azlb/azlb/internal/version"
@@ -75,6 +78,19 @@ func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.In
 	az, err := azureCloud(cloud)
 	if err != nil {
 		klog.Fatalf("Cloud provider %q is not known (only %q is): %v", cc.Name, provider.ProviderName, err)
+	}
+	if le := c.ComponentConfig.Generic.LeaderElection; le.LeaderElect {
+		// Only the replica holding a fresh lease writes to Azure.
+		client, err := kubernetes.NewForConfig(restclient.AddUserAgent(c.Kubeconfig, "azlb-leader-fence"))
+		if err != nil {
+			klog.Fatalf("Leader fence client: %v", err)
+		}
+		fence, err := leaderfence.New(leaderfence.Options{Client: client, Namespace: le.ResourceNamespace, Name: le.ResourceName,
+			RenewDeadline: le.RenewDeadline.Duration})
+		if err != nil {
+			klog.Fatalf("Leader fence: %v", err)
+		}
+		az.UseWriteFence(fence)
 	}
 	if az.Config.PodIPMode() {
 		// Pod-based load balancing: the service controller's calls go to

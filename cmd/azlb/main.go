@@ -6,11 +6,14 @@
 //	azlb sandbox down [--dir .sandbox]                               stop it
 //	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state
 //	                                                                 and the service gateway's pods
+//	azlb verify [--kubeconfig F] [--cloud-config F] [--timeout D] [--quiet]
+//	                                                                 every difference between Azure and the
+//	                                                                 documented behaviour; exit 1 on drift
 //	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
 //	                                                                 a power action on a node's VM (ARM)
 //	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets and kube-proxies (the sandbox runs it)
 //
-// Without flags, status, vm and node-agent read the sandbox's
+// Without flags, status, verify, vm and node-agent read the sandbox's
 // .sandbox/kubeconfig and .sandbox/azure.json.
 package main
 
@@ -45,6 +48,7 @@ const usage = `usage:
   azlb sandbox restart [--dir .sandbox]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
+  azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--timeout 2m] [--quiet]
   azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
   azlb node-agent --nodes FILE [--kubeconfig FILE] [--cloud-config FILE] [--interval 1s]
 `
@@ -64,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sandboxRestart(args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
+	case args[0] == "verify":
+		return runVerify(ctx, args[1:], stdout, stderr)
 	case args[0] == "vm" && len(args) > 2:
 		err = vmAction(ctx, args[1], args[2:], stdout)
 	case args[0] == "node-agent":

@@ -25,6 +25,12 @@ func FuzzParse(f *testing.F) {
 	f.Add("azure-load-balancer-configurations", "lb-1,,LB-1", "azure-dns-label-name", "Ab", "port_80_health-probe_interval", "61", true)
 	f.Add("port_443_health-probe_num-of-probe", "24", "azure-load-balancer-tcp-idle-timeout", "100", "port_8080_no_probe_rule", "TRUE", false)
 	f.Add("azure-pip-name", strings.Repeat("x", 200), "example.com/x", "y", "port_", "", true)
+	// Every annotation azlb interprets, with a value of the wrong kind.
+	for _, k := range []string{KeyInternal, KeyInternalSubnet, KeyPIPName, KeyPIPNameIPv6, KeyIPv4, KeyIPv6, KeyLoadBalancerConfigurations,
+		KeyDNSLabelName, KeyTCPIdleTimeout, KeyDisableFloatingIP, KeyDisableTCPReset, KeyHAPorts, KeyProbeProtocol, KeyProbeRequestPath,
+		KeyProbeInterval, KeyProbeNumOfProbe} {
+		f.Add(k, "\x00-1", k, "", "port_80_health-probe_interval", "-1", false)
+	}
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string, local bool) {
 		ann := map[string]string{fuzzKey(k1): v1, fuzzKey(k2): v2, fuzzKey(k3): v3}
 		svc := newService(ann)

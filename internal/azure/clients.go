@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -111,6 +112,8 @@ type Clients struct {
 	cred           azcore.TokenCredential
 	armOptions     func(client string) *arm.ClientOptions
 	ownTransport   *http.Client
+	// fence is shared by the clients' pipelines (SetWriteFence).
+	fence *atomic.Pointer[WriteFence]
 }
 
 // String describes the clients without any credential material.
@@ -167,7 +170,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	if err != nil {
 		return nil, fmt.Errorf("azure clients: %w", err)
 	}
-	c := &Clients{subscriptionID: cfg.SubscriptionID}
+	c := &Clients{subscriptionID: cfg.SubscriptionID, fence: &atomic.Pointer[WriteFence]{}}
 	transport := opts.Transport
 	if transport == nil {
 		hc, err := newHTTPClient(cfg.CACertFile)
@@ -203,8 +206,10 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		o.Retry = retry
 		o.Retry.StatusCodes = RetriableStatusCodes()
 		o.Telemetry.ApplicationID = "azlb"
+		o.PerCallPolicies = []policy.Policy{&callPolicy{userAgent: cfg.UserAgent}}
 		o.PerRetryPolicies = []policy.Policy{
 			newThrottlePolicy(client, clk, l),
+			&fencePolicy{fence: c.fence}, // after every wait: see fencePolicy
 			&metricsPolicy{clock: clk, labels: l},
 		}
 		return o

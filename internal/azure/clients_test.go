@@ -31,7 +31,7 @@ type fakeARM struct {
 }
 
 type fakeRecord struct {
-	method, path, ifMatch string
+	method, path, ifMatch, userAgent string
 }
 
 const lbPath = "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/loadBalancers"
@@ -51,7 +51,7 @@ func (f *fakeARM) records() []fakeRecord {
 
 func (f *fakeARM) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	f.log = append(f.log, fakeRecord{method: r.Method, path: r.URL.Path, ifMatch: r.Header.Get("If-Match")})
+	f.log = append(f.log, fakeRecord{method: r.Method, path: r.URL.Path, ifMatch: r.Header.Get("If-Match"), userAgent: r.UserAgent()})
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	writeErr := func(status int, code string) {

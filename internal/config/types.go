@@ -132,6 +132,11 @@ type Config struct {
 	// controller manager's --cluster-name flag is not used.
 	ClusterName string `json:"clusterName,omitempty"`
 
+	// UserAgent, when set, starts the User-Agent of every ARM request
+	// (before the SDK's own), so the requests of one replica can be told
+	// apart in ARM's (or the emulator's) request log.
+	UserAgent string `json:"userAgent,omitempty"`
+
 	LoadBalancerSKU           string `json:"loadBalancerSku,omitempty"`
 	LoadBalancerName          string `json:"loadBalancerName,omitempty"`
 	LoadBalancerResourceGroup string `json:"loadBalancerResourceGroup,omitempty"`

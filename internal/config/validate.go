@@ -94,6 +94,9 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(d.ClusterServiceSharedLoadBalancerHealthProbePath, "/") {
 		v.add("clusterServiceSharedLoadBalancerHealthProbePath", `must start with "/"`)
 	}
+	if err := checkUserAgent(d.UserAgent); err != "" {
+		v.add("userAgent", err)
+	}
 	v.backoff(d.BackoffConfig)
 	// Rate limits are checked as written, before inheritance copies a bad
 	// value into other fields and reports it again there.
@@ -273,6 +276,25 @@ func (v *validator) rateLimit(stanza string, r RateLimitConfig) {
 	bucket("cloudProviderRateLimitBucket", r.CloudProviderRateLimitBucket)
 	qps("cloudProviderRateLimitQPSWrite", r.CloudProviderRateLimitQPSWrite)
 	bucket("cloudProviderRateLimitBucketWrite", r.CloudProviderRateLimitBucketWrite)
+}
+
+// MaxUserAgentLength bounds userAgent.
+const MaxUserAgentLength = 256
+
+// checkUserAgent returns why ua cannot start a User-Agent header, or "".
+func checkUserAgent(ua string) string {
+	if len(ua) > MaxUserAgentLength {
+		return fmt.Sprintf("must be at most %d characters", MaxUserAgentLength)
+	}
+	for _, r := range ua {
+		if r < 0x20 || r > 0x7e {
+			return "must be printable ASCII (letters, digits, punctuation and spaces)"
+		}
+	}
+	if strings.TrimSpace(ua) != ua {
+		return "must not start or end with a space"
+	}
+	return ""
 }
 
 // RetiredBasicSKU is the rule CheckController reports for loadBalancerSku

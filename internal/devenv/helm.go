@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
@@ -53,4 +55,29 @@ func Identities(objs []runtime.Object) []runtime.Object {
 		}
 	}
 	return out
+}
+
+// ApplyChartIdentities renders the chart (helm in binDir) with extra
+// `helm template` arguments, applies its ServiceAccounts and RBAC, and
+// returns the container arguments of its Deployment: how the controller
+// manager runs when the chart deploys it.
+func ApplyChartIdentities(ctx context.Context, cs kubernetes.Interface, binDir, chart string, args ...string) ([]string, error) {
+	manifest, err := RenderChart(ctx, binDir, chart, args...)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := DecodeManifest("chart", manifest)
+	if err != nil {
+		return nil, err
+	}
+	var containerArgs []string
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			containerArgs = d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	if containerArgs == nil {
+		return nil, fmt.Errorf("the chart %s renders no Deployment", chart)
+	}
+	return containerArgs, Apply(ctx, cs, "chart", Identities(objs))
 }

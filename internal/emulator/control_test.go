@@ -80,14 +80,16 @@ func TestControlAPILatencyRequestsStateReset(t *testing.T) {
 	e.SetLatency(0)
 	mark := time.Now()
 	h.mustDo(t, 201, http.MethodPut, rgPath("rg"), `{"location":"eastus"}`)
-	h.mustDo(t, 201, http.MethodPut, netPath("rg", "publicIPAddresses", "p"), `{"location":"eastus"}`)
+	if rec := h.do(t, http.MethodPut, netPath("rg", "publicIPAddresses", "p"), `{"location":"eastus"}`, map[string]string{"User-Agent": "replica-b azsdk-go"}); rec.Code != 201 {
+		t.Fatalf("PUT public IP: %d %s", rec.Code, rec.Body)
+	}
 	rec := control(e, http.MethodGet, "/_emulator/requests", "")
 	var recs []RequestRecord
 	if err := json.Unmarshal(rec.Body.Bytes(), &recs); err != nil {
 		t.Fatal(err)
 	}
 	// The token request, the two PUTs; control calls are not logged.
-	if len(recs) != 3 || recs[0].Kind != "aad" || recs[2].Status != 201 {
+	if len(recs) != 3 || recs[0].Kind != "aad" || recs[2].Status != 201 || recs[2].UserAgent != "replica-b azsdk-go" {
 		t.Fatalf("requests %+v", recs)
 	}
 	rec = control(e, http.MethodGet, "/_emulator/requests?since="+mark.Format(time.RFC3339Nano), "")

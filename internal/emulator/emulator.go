@@ -176,6 +176,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.log.add(RequestRecord{
 			Time: start, Method: r.Method, Path: path, Query: r.URL.RawQuery, Status: sw.status,
 			Duration: e.clock.Since(start), Kind: kind, Faulted: faulted, Body: string(sw.body),
+			UserAgent: r.UserAgent(),
 		})
 	}()
 

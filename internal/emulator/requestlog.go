@@ -15,6 +15,9 @@ type RequestRecord struct {
 	Duration time.Duration `json:"duration"`
 	Kind     string        `json:"kind"` // "arm" or "aad"
 	Faulted  bool          `json:"faulted,omitempty"`
+	// UserAgent is the request's User-Agent header: azlb starts it with
+	// azure.json's userAgent, which tells replicas apart.
+	UserAgent string `json:"userAgent,omitempty"`
 	// Body is the request body of updateServices and updateAddressLocations
 	// POSTs (other requests' bodies are not kept).
 	Body string `json:"body,omitempty"`

@@ -22,6 +22,7 @@ import (
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/leaderfence"
 	"github.com/azlb/azlb/internal/nicpool"
 )
 
@@ -48,6 +49,9 @@ type Cloud struct {
 	// podLB, when set, is the LoadBalancer of pod-based load balancing
 	// (serviceGatewayEnabled) in place of the node-pool Provider.
 	podLB cloudprovider.LoadBalancer
+	// fence, when set, admits ARM writes only while this replica holds a
+	// fresh leader lease (UseWriteFence).
+	fence *leaderfence.Fence
 }
 
 var (
@@ -143,7 +147,20 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	} else {
 		c.recorder = NewRecorder(ctx, client, "azlb-controller-manager")
 	}
+	if c.fence != nil {
+		c.fence.Start(ctx)
+	}
 	go c.Store.Run(ctx)
+}
+
+// UseWriteFence makes every ARM write of the cloud's clients pass the
+// fence: under leader election, a replica whose lease is not fresh (frozen,
+// partitioned, replaced) writes nothing, even before its elector notices.
+// Writes are refused until Initialize (on the elected replica) starts the
+// fence. Call it before the controllers start.
+func (c *Cloud) UseWriteFence(f *leaderfence.Fence) {
+	c.fence = f
+	c.Clients.SetWriteFence(f.Allow)
 }
 
 // CloudClientName is the client identity of the Service reconcile's events.

@@ -24,6 +24,11 @@
 //     is dropped only when no rule references it.
 //   - UpdateLoadBalancer brings the Service's pool in line with the nodes;
 //     an unchanged node set costs no ARM call (the store checks its cache).
+//     SyncClusterPools does the same for the cluster pools of every
+//     configured load balancer, with every node the node lister holds (the
+//     node-label controller calls it when a node's labels change). Placement
+//     and eligibility always read a node's labels from the node lister, so a
+//     node list taken before a relabel does not move the node back.
 //   - Cluster pools are NIC-based by default (loadBalancerBackendPoolConfigurationType
 //     nodeIPConfiguration, single load balancer mode): after the load
 //     balancer write, the nodes' ip configurations join through their scale

@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
@@ -154,6 +155,24 @@ func TestServiceLifecycleAgainstEmulator(t *testing.T) {
 		if strings.Contains(ptr.Deref(pip.Name, ""), names.FrontendBase(svc)) {
 			t.Fatalf("owned public IP %s not deleted", ptr.Deref(pip.Name, ""))
 		}
+	}
+
+	// A node sync that listed the Service before its deletion builds
+	// nothing for it (found by the chaos suite: it re-created the public IP
+	// and frontend of a deleted Service).
+	h.env.Emulator().ResetRequests()
+	if err := h.p.UpdateLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatalf("UpdateLoadBalancer after delete: %v", err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Fatalf("UpdateLoadBalancer of a deleted Service made %d ARM writes, want 0", w)
+	}
+	// The same Service made a LoadBalancer again is served again.
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatalf("EnsureLoadBalancer after delete: %v", err)
+	}
+	if lb := h.lb(t, "kubernetes"); lb == nil || frontendCount(lb) == 0 {
+		t.Fatal("EnsureLoadBalancer after a delete built no frontend")
 	}
 }
 
@@ -574,4 +593,64 @@ func newSliceIndex() cache.Indexer {
 
 func listerOf(idx cache.Indexer) discoverylisters.EndpointSliceLister {
 	return discoverylisters.NewEndpointSliceLister(idx)
+}
+
+// TestInterruptedDeleteIsFinished: a delete interrupted after the frontends
+// went (a crash, a lost lease) leaves the owned public IP; GetLoadBalancer
+// must still report the load balancer so that the service controller calls
+// EnsureLoadBalancerDeleted again (found by the chaos suite).
+func TestInterruptedDeleteIsFinished(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "21111111-2222-3333-4444-555555555555", nil, 80)
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.p.removeFromLBs(ctx, callerDeleted, svc, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, err := h.p.GetLoadBalancer(ctx, "kubernetes", svc); err != nil || !exists {
+		t.Fatalf("GetLoadBalancer with the owned public IP left = %v, %v; want exists", exists, err)
+	}
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, err := h.p.GetLoadBalancer(ctx, "kubernetes", svc); err != nil || exists {
+		t.Fatalf("GetLoadBalancer after the delete = %v, %v; want not exists", exists, err)
+	}
+	pips, err := h.clients.PublicIP.List(ctx, devenv.ResourceGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pips) != 0 {
+		t.Fatalf("%d public IPs left, want 0", len(pips))
+	}
+}
+
+// TestInterruptedMoveToInternal: a move public -> internal interrupted after
+// the public frontends went leaves the owned public IP; the next reconcile
+// of the (now internal) Service deletes it (found by the chaos suite).
+func TestInterruptedMoveToInternal(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "31111111-2222-3333-4444-555555555555", nil, 80)
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.p.removeFromLBs(ctx, callerDeleted, svc, ""); err != nil {
+		t.Fatal(err)
+	}
+	svc.Annotations = map[string]string{annotations.KeyInternal: "true"}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	pips, err := h.clients.PublicIP.List(ctx, devenv.ResourceGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pips) != 0 {
+		t.Fatalf("%d public IPs left for an internal Service, want 0", len(pips))
+	}
 }

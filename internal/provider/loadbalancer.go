@@ -25,6 +25,7 @@ const (
 	callerEnsure  = "EnsureLoadBalancer"
 	callerUpdate  = "UpdateLoadBalancer"
 	callerDeleted = "EnsureLoadBalancerDeleted"
+	callerLabels  = "SyncClusterPools"
 )
 
 // GetLoadBalancerName returns the name every frontend, rule and probe of the
@@ -34,11 +35,20 @@ func (p *Provider) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Serv
 }
 
 // GetLoadBalancer reports the Service's ingress addresses, if any managed
-// load balancer has a frontend for it.
+// load balancer has a frontend for it. Without a frontend it still reports
+// one (with no address) while a public IP azlb created for the Service
+// remains, so that an interrupted delete is finished.
 func (p *Provider) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	lbName, lb, err := p.findServiceLB(ctx, svc)
-	if err != nil || lb == nil {
+	if err != nil {
 		return nil, false, err
+	}
+	if lb == nil {
+		left, err := p.ownedPublicIPLeft(ctx, svc)
+		if err != nil || !left {
+			return nil, false, err
+		}
+		return &v1.LoadBalancerStatus{}, true, nil
 	}
 	status, err := p.statusOf(ctx, svc, lbName, lb)
 	if err != nil {
@@ -56,7 +66,13 @@ func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Ser
 }
 
 // UpdateLoadBalancer brings the cluster backend pools of the Service's load
-// balancer in line with the nodes. It writes nothing when they already match.
+// balancer in line with the nodes. It writes nothing when they already match,
+// and nothing for a Service no load balancer serves: only EnsureLoadBalancer
+// builds one, which the service controller calls after it has put its cleanup
+// finalizer on the Service. The node sync calls UpdateLoadBalancer with the
+// Services it listed when its pass began; building one here could serve a
+// Service deleted meanwhile, or one deleted before it got the finalizer, and
+// nothing would ever remove it (found by the chaos suite, test/chaos).
 func (p *Provider) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
 	defer p.perService.Lock(string(svc.UID))()
 	return p.retryAfterThrottle(p.update(ctx, svc, nodes))
@@ -68,9 +84,8 @@ func (p *Provider) update(ctx context.Context, svc *v1.Service, nodes []*v1.Node
 		return err
 	}
 	if lb == nil {
-		// Not placed yet (or removed by hand): a full reconcile repairs it.
-		_, err := p.reconcile(ctx, callerUpdate, svc, nodes)
-		return err
+		logger(ctx).V(2).Info("No load balancer serves the Service: nothing to update", "service", names.ServiceKey(svc))
+		return nil
 	}
 	return p.reconcileServicePools(ctx, callerUpdate, lbName, svc, nodes, serviceFamilies(svc))
 }
@@ -215,6 +230,14 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	// are deleted once no frontend references them.
 	if err := p.deleteOrphanedPublicIPs(ctx, svc, previous.publicIPs(), keepPIPs); err != nil {
 		return nil, err
+	}
+	if spec.Internal {
+		// An internal Service uses no public IP: one azlb created for it is
+		// left by a move public -> internal interrupted after the frontends
+		// moved (a crash, a lost lease; found by the chaos suite).
+		if err := p.deleteOwnedPublicIPs(ctx, svc); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.reconcileServicePools(ctx, caller, lbName, svc, nodes, families); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/lbstore"
@@ -31,9 +32,11 @@ func (p *Provider) eligibleNodes(nodes []*v1.Node) []*v1.Node {
 // nodesForLB returns the nodes whose cluster pool is on the load balancer:
 // every eligible node in single mode; in multiple-SLB mode, the nodes placed
 // on the load balancer's configuration (placing new nodes, forgetting nodes
-// that are gone).
+// that are gone). Placement and eligibility read each node's labels as the
+// node lister holds them now: a node sync that listed the nodes before a
+// relabel must not move the node back.
 func (p *Provider) nodesForLB(lbName string, nodes []*v1.Node) []*v1.Node {
-	nodes = p.eligibleNodes(nodes)
+	nodes = p.eligibleNodes(p.freshNodes(nodes))
 	if p.placer == nil {
 		return nodes
 	}
@@ -64,6 +67,50 @@ func (p *Provider) nodesForLB(lbName string, nodes []*v1.Node) []*v1.Node {
 		}
 	}
 	return out
+}
+
+// SyncClusterPools brings the cluster pools of every configured load
+// balancer (and its internal twin) that exists in line with the cluster's
+// nodes as the node lister holds them: a node whose labels now place it on
+// another load balancer moves, one whose labels now make it ineligible
+// (control-plane, exclusion) leaves. The service controller's node sync acts
+// only when the set of nodes changes, not on other label changes; the
+// node-label controller (internal/nodelabels) calls this instead. Pools that
+// are already right cost no ARM call.
+func (p *Provider) SyncClusterPools(ctx context.Context) error {
+	if p.nodes == nil {
+		return errors.New("sync cluster pools: no node lister")
+	}
+	if err := p.ensureStarted(ctx); err != nil {
+		return err
+	}
+	nodes, err := p.nodes.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("sync cluster pools: list nodes: %w", err)
+	}
+	var errs []error
+	for _, cfgName := range p.configNames() {
+		for _, lbName := range []string{cfgName, names.InternalLB(cfgName)} {
+			lb, err := p.store.Get(ctx, lbName)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			var families []v1.IPFamily
+			for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+				if findPool(lb, names.ClusterPool(p.clusterName(), fam)) != nil {
+					families = append(families, fam)
+				}
+			}
+			if len(families) == 0 {
+				continue // no such load balancer, or no cluster pool yet: its Services' reconcile fills it
+			}
+			if err := p.reconcilePools(ctx, callerLabels, lbName, nodes, families); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // placeNode returns the node's configuration, placing it when it has none

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -138,7 +139,17 @@ func (p *Provider) standardPublicIP(ctx context.Context, svc *v1.Service, rg str
 // by azure-pip-name(-ipv6). A public IP without azlb's tags belongs to the
 // user and stays.
 func (p *Provider) deleteOwnedPublicIPs(ctx context.Context, svc *v1.Service) error {
-	rg := p.cfg.ResourceGroup
+	for _, name := range p.publicIPNames(svc) {
+		if err := p.deleteIfOwned(ctx, svc, p.cfg.ResourceGroup, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publicIPNames are the names of the public IPs azlb may have created for
+// the Service: its generated names and those its annotations give.
+func (p *Provider) publicIPNames(svc *v1.Service) []string {
 	pipNames := []string{names.PublicIP(p.clusterName(), svc, v1.IPv4Protocol), names.PublicIP(p.clusterName(), svc, v1.IPv6Protocol)}
 	for _, key := range []string{annotations.KeyPIPName, annotations.KeyPIPNameIPv6} {
 		if n := strings.TrimSpace(svc.Annotations[key]); n != "" {
@@ -146,16 +157,32 @@ func (p *Provider) deleteOwnedPublicIPs(ctx context.Context, svc *v1.Service) er
 		}
 	}
 	seen := map[string]bool{}
-	for _, name := range pipNames {
-		if seen[strings.ToLower(name)] {
-			continue
+	return slices.DeleteFunc(pipNames, func(n string) bool {
+		dup := seen[strings.ToLower(n)]
+		seen[strings.ToLower(n)] = true
+		return dup
+	})
+}
+
+// ownedPublicIPLeft reports whether a public IP azlb created for the
+// Service still exists: a delete interrupted after the frontends went
+// (a crash, a lost lease) leaves one, and GetLoadBalancer must then still
+// report the load balancer, or the service controller would drop its
+// finalizer without calling EnsureLoadBalancerDeleted.
+func (p *Provider) ownedPublicIPLeft(ctx context.Context, svc *v1.Service) (bool, error) {
+	for _, name := range p.publicIPNames(svc) {
+		pip, err := p.clients.PublicIP.Get(ctx, p.cfg.ResourceGroup, name)
+		if err != nil {
+			if azure.Classify(err) == azure.ClassStale {
+				continue
+			}
+			return false, fmt.Errorf("get public IP %s/%s: %w", p.cfg.ResourceGroup, name, err)
 		}
-		seen[strings.ToLower(name)] = true
-		if err := p.deleteIfOwned(ctx, svc, rg, name); err != nil {
-			return err
+		if p.ownsPublicIP(pip, svc) {
+			return true, nil
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // deleteOrphanedPublicIPs deletes, among the public IPs the Service used

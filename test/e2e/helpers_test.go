@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,14 +22,13 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // controller is one running azlb-controller-manager process.
 type controller struct {
+	*devenv.Process
 	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  string
 	// port serves /healthz and /metrics on 127.0.0.1.
 	port int
 }
@@ -72,15 +68,11 @@ func writeConfigFor(t *testing.T, env *devenv.Env, extra map[string]any) string 
 // when the test ends, unless the test killed it.
 func startController(t *testing.T, name, cloudConfig string, leaderElect bool, extra ...string) *controller {
 	t.Helper()
-	port, err := freePort()
+	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(suite.work, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), name))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kc := suite.kube.ControllerKubeconfig
 	args := make([]string, 0, len(suite.chartArgs)+12+len(extra))
 	for _, a := range suite.chartArgs {
@@ -95,27 +87,15 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool, e
 		"--v=2",
 	)
 	args = append(args, extra...)
-	cmd := exec.Command(suite.ccmBinary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := devenv.StartProcess(suite.ccmBinary, args, logPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := &controller{name: name, cmd: cmd, done: make(chan struct{}), log: logPath, port: port}
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(c.done)
-	}()
+	c := &controller{Process: p, name: name, port: port}
 	t.Cleanup(func() {
 		c.stop()
 		if b, err := os.ReadFile(logPath); err == nil {
-			for _, race := range ourRaces(string(b)) {
-				t.Errorf("controller %s hit a data race in azlb code:\n%s", name, race)
-			}
-			for _, line := range forbidden(string(b)) {
-				t.Errorf("controller %s was refused by RBAC (deploy/helm/azlb/files/identities.yaml lacks a rule):\n%s", name, line)
-			}
+			testutil.CheckControllerLog(t, "controller "+name, string(b))
 		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
@@ -126,33 +106,17 @@ func startController(t *testing.T, name, cloudConfig string, leaderElect bool, e
 	return c
 }
 
-func (c *controller) stop() {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-}
+func (c *controller) stop() { c.Stop(20 * time.Second) }
 
-func (c *controller) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.done
-}
+func (c *controller) kill() { c.Kill() }
 
 func (c *controller) logText(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(c.log)
+	s, err := c.Log()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return s
 }
 
 func tail(b []byte, n int) []byte {
@@ -160,15 +124,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // eventually polls cond every 200ms until it holds or the timeout passes.
@@ -307,46 +262,5 @@ func deleteService(t *testing.T, ns, name string) {
 	err := suite.cs.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
-	}
-}
-
-// ourRaces returns the race detector reports in a log whose stacks touch
-// azlb's own code. Reports entirely inside dependencies are logged by the
-// race detector too; k8s.io/cloud-provider v0.37.1's service controller has
-// one (serviceCache.allServices reads a cached Service while a sync writes
-// it) that azlb cannot fix and that must not fail azlb's suite.
-// forbidden returns the log lines of requests the API server's RBAC
-// refused: the chart's identities must grant everything the controllers do.
-func forbidden(log string) []string {
-	var out []string
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "is forbidden: User \"system:serviceaccount:") {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-func ourRaces(log string) []string {
-	var out []string
-	const start, end = "WARNING: DATA RACE", "=================="
-	for {
-		i := strings.Index(log, start)
-		if i < 0 {
-			return out
-		}
-		log = log[i:]
-		j := strings.Index(log, end)
-		if j < 0 {
-			j = len(log)
-		}
-		report := log[:j]
-		if strings.Contains(report, "github.com/azlb/azlb/") {
-			out = append(out, report)
-		}
-		log = log[j:]
-		if len(log) > 0 {
-			log = log[1:]
-		}
 	}
 }

@@ -14,18 +14,14 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
-	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // suite is the shared control plane and emulator.
@@ -37,103 +33,31 @@ var suite struct {
 	env       *devenv.Env
 	kube      *devenv.Kube
 	cs        kubernetes.Interface
+	ks        *testutil.KubeSuite
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	_, file, _, _ := runtime.Caller(0)
-	suite.root = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	work, err := os.MkdirTemp("", "azlb-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if os.Getenv("AZLB_E2E_KEEP") == "" {
-		defer os.RemoveAll(work)
-	} else {
-		fmt.Fprintln(os.Stderr, "e2e: keeping", work)
-	}
-	suite.work = work
-	if err := setup(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e setup:", err)
-		teardown()
-		return 1
-	}
-	code := m.Run()
-	teardown()
-	return code
+	suite.root = testutil.RepoRoot()
+	os.Exit(testutil.RunSuite(m, "e2e", "AZLB_E2E_KEEP", setup, func() { suite.ks.Close() }))
 }
 
 // e2eVersion is the version the suite stamps into the controller.
 const e2eVersion = "v0.0.0-e2e"
 
-func setup() error {
-	ctx := context.Background()
-	suite.ccmBinary = filepath.Join(suite.work, "azlb-controller-manager")
+func setup(work string) error {
+	suite.work = work
+	suite.ccmBinary = filepath.Join(work, "azlb-controller-manager")
 	// Stamped as make build stamps it, with a version the tests look for.
-	args := []string{"build", "-o", suite.ccmBinary, "-ldflags", "-X k8s.io/component-base/version.gitVersion=" + e2eVersion}
+	args := []string{"-ldflags", "-X k8s.io/component-base/version.gitVersion=" + e2eVersion}
 	if os.Getenv("AZLB_E2E_RACE") != "" {
 		args = append(args, "-race") // make test-e2e runs the controller with the race detector
 	}
-	build := exec.Command("go", append(args, "./cmd/azlb-controller-manager")...)
-	build.Dir = suite.root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build controller: %w", err)
-	}
-	env, err := devenv.Start(ctx, suite.work, emulator.Options{}, nil)
-	if err != nil {
+	if err := testutil.GoBuild(suite.ccmBinary, "./cmd/azlb-controller-manager", args...); err != nil {
 		return err
 	}
-	suite.env = env
-	logs, err := os.Create(filepath.Join(suite.work, "kube.log"))
-	if err != nil {
-		return err
-	}
-	kube, err := devenv.StartKube(ctx, filepath.Join(suite.work, "kube"), devenv.KubeOptions{BinDir: filepath.Join(suite.root, "bin"), Logs: logs})
-	if err != nil {
-		return err
-	}
-	suite.kube = kube
-	rc, err := kube.RestConfig()
-	if err != nil {
-		return err
-	}
-	suite.cs = kubernetes.NewForConfigOrDie(rc)
-	return applyChart(ctx)
-}
-
-// applyChart renders the chart with its defaults, applies its identities
-// and keeps its Deployment's container arguments.
-func applyChart(ctx context.Context) error {
-	manifest, err := devenv.RenderChart(ctx, filepath.Join(suite.root, "bin"), filepath.Join(suite.root, "deploy", "helm", "azlb"),
-		"--set", "image.registry=e2e.invalid")
-	if err != nil {
-		return err
-	}
-	objs, err := devenv.DecodeManifest("chart", manifest)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			suite.chartArgs = d.Spec.Template.Spec.Containers[0].Args
-		}
-	}
-	if suite.chartArgs == nil {
-		return fmt.Errorf("the chart renders no Deployment")
-	}
-	return devenv.Apply(ctx, suite.cs, "chart", devenv.Identities(objs))
-}
-
-func teardown() {
-	if suite.kube != nil {
-		suite.kube.Stop()
-	}
-	if suite.env != nil {
-		_ = suite.env.Close()
-	}
+	// The chart is rendered with its defaults.
+	ks, err := testutil.StartKubeSuite(context.Background(), testutil.KubeSuiteOptions{Work: work, Registry: "e2e.invalid"})
+	suite.ks = ks
+	suite.env, suite.kube, suite.cs, suite.chartArgs = ks.Env, ks.Kube, ks.Client, ks.ChartArgs
+	return err
 }

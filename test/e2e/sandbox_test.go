@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -55,7 +56,7 @@ func sandboxBinDir(t *testing.T) string {
 // default); it is stopped when the test ends.
 func upSandbox(t *testing.T, variant string) (sandbox.Options, *bytes.Buffer) {
 	t.Helper()
-	port, err := freePort()
+	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +170,8 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	})
 	servedBy(web, "aks-pool1-0", "aks-pool1-2") // no new connection reaches the Down node
 
+	verifySandbox(t, opts)
+
 	sandbox.Down(dir)
 	for _, pidFile := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid"), filepath.Join("kube", "etcd.pid")} {
 		if _, err := os.Stat(filepath.Join(dir, pidFile)); err == nil {
@@ -176,6 +179,27 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		}
 	}
 	checkSandboxRaces(t, dir)
+}
+
+// verifySandbox runs the sandbox's `azlb verify` until it exits 0 (the
+// controllers have converged: Azure holds what the documentation says), and
+// fails with its report after 30 s.
+func verifySandbox(t *testing.T, opts sandbox.Options) {
+	t.Helper()
+	var out []byte
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(opts.BinDir, "azlb"), "verify",
+			"--kubeconfig", filepath.Join(opts.Dir, sandbox.KubeconfigFile), "--cloud-config", filepath.Join(opts.Dir, sandbox.AzureJSONFile))
+		var err error
+		out, err = cmd.CombinedOutput()
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("azlb verify did not come clean in 30s:\n%s", out)
+	}
+	if !strings.Contains(string(out), "clean") {
+		t.Fatalf("azlb verify exited 0 without saying clean:\n%s", out)
+	}
 }
 
 // sandboxFrontend is a demo Service's ingress address and port.
@@ -197,7 +221,7 @@ func sandboxFrontend(t *testing.T, cs kubernetes.Interface, name string) netip.A
 func checkSandboxRaces(t *testing.T, dir string) {
 	t.Helper()
 	if b, err := os.ReadFile(filepath.Join(dir, "logs", "controller.log")); err == nil {
-		for _, race := range ourRaces(string(b)) {
+		for _, race := range testutil.OurRaces(string(b)) {
 			t.Errorf("the sandbox controller hit a data race in azlb code:\n%s", race)
 		}
 	}
@@ -270,6 +294,7 @@ func TestSandboxNICDemo(t *testing.T) {
 			return stateOf("aks-nic-000001") == "None", nil
 		})
 	}
+	verifySandbox(t, opts)
 	sandbox.Down(opts.Dir)
 	if _, err := os.Stat(filepath.Join(opts.Dir, "azlb-node-agent.pid")); err == nil {
 		t.Error("the node agent is left running after Down")

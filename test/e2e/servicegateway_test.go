@@ -205,6 +205,7 @@ func TestContainerSandbox(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, got)
 		}
 	}
+	verifySandbox(t, opts)
 	sandbox.Down(opts.Dir)
 	checkSandboxRaces(t, opts.Dir)
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/verify"
+)
+
+// Exit codes of azlb verify.
+const (
+	verifyClean = 0 // Azure holds what the documentation says
+	verifyDrift = 1 // at least one difference
+	verifyError = 2 // bad usage, or the cluster or Azure could not be read
+)
+
+// runVerify is `azlb verify`: it prints every difference between Azure and
+// the documented behaviour (docs/verify.md) and exits 1 when there is one.
+func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	kubeconfig, cloudConfig := clusterFlags(fs)
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up reading the cluster and Azure after this long")
+	quiet := fs.Bool("quiet", false, "print only the summary line")
+	if err := fs.Parse(args); err != nil {
+		return verifyError
+	}
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	report, err := verifyOnce(ctx, *kubeconfig, *cloudConfig)
+	if err != nil {
+		fmt.Fprintf(errOut, "azlb verify: %v\n", err)
+		return verifyError
+	}
+	if *quiet {
+		err = writeLine(out, report.Summary())
+	} else {
+		err = report.Write(out)
+	}
+	if err != nil {
+		return verifyError
+	}
+	if !report.Clean() {
+		return verifyDrift
+	}
+	return verifyClean
+}
+
+func verifyOnce(ctx context.Context, kubeconfig, cloudConfig string) (*verify.Report, error) {
+	cfg, err := config.LoadFile(cloudConfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubeClient(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := verify.NewReadOnlyClients(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer clients.Close()
+	return verify.Run(ctx, cfg, clients, kube)
+}
+
+func writeLine(w io.Writer, s string) error {
+	_, err := fmt.Fprintln(w, s)
+	return err
+}

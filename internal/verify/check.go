@@ -1,0 +1,141 @@
+package verify
+
+import (
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/names"
+)
+
+// Finalizers whose presence on a Service being deleted means its cleanup
+// has not finished (load-balancers.md; container-load-balancer.md).
+const (
+	finalizerServiceController = "service.kubernetes.io/load-balancer-cleanup"
+	finalizerServiceGateway    = "servicegateway.azure.com/service-cleanup"
+)
+
+// Check compares the snapshot with the documented behaviour. It is pure.
+func Check(s *Snapshot) *Report {
+	r := &Report{Services: len(s.Services), Nodes: len(s.Nodes), LoadBalancers: len(s.LoadBalancers), PublicIPs: len(s.PublicIPs)}
+	for _, svc := range s.Services {
+		if svc.DeletionTimestamp == nil || svc.Spec.LoadBalancerClass != nil {
+			continue
+		}
+		for _, f := range svc.Finalizers {
+			if f == finalizerServiceController || f == finalizerServiceGateway {
+				r.add(serviceObject(svc), "load-balancers.md#how-a-reconcile-works",
+					"is being deleted but still has the finalizer %s: its load balancer cleanup has not finished", f)
+			}
+		}
+	}
+	switch {
+	case s.Config.ServiceGatewayEnabled:
+		r.Mode = "pod-based"
+		checkPodMode(s, r)
+	case nicBased(s.Config):
+		r.Mode = "NIC-based pools"
+		newNodeMode(s, r).check()
+	default:
+		r.Mode = "IP-based pools"
+		newNodeMode(s, r).check()
+	}
+	r.sort()
+	return r
+}
+
+func serviceObject(svc *v1.Service) string { return "service " + svc.Namespace + "/" + svc.Name }
+
+func lbObject(name string) string { return "load balancer " + name }
+
+func lower(s string) string { return strings.ToLower(s) }
+
+// childName is the last segment of a reference's id, lower-cased.
+func childName(ref *armnetwork.SubResource) string {
+	if ref == nil {
+		return ""
+	}
+	return lower(names.ChildName(ptr.Deref(ref.ID, "")))
+}
+
+// parentLB is the load balancer name in a child id, lower-cased.
+func parentLB(id string) string {
+	l := lower(id)
+	const seg = "/loadbalancers/"
+	i := strings.Index(l, seg)
+	if i < 0 {
+		return ""
+	}
+	rest := l[i+len(seg):]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+func tagValue(tags map[string]*string, key string) (string, bool) {
+	for k, v := range tags {
+		if strings.EqualFold(k, key) {
+			return ptr.Deref(v, ""), true
+		}
+	}
+	return "", false
+}
+
+// props are nil-safe accessors of the load balancer's children.
+func frontendsOf(lb *armnetwork.LoadBalancer) []*armnetwork.FrontendIPConfiguration {
+	if lb.Properties == nil {
+		return nil
+	}
+	return lb.Properties.FrontendIPConfigurations
+}
+
+func rulesOf(lb *armnetwork.LoadBalancer) []*armnetwork.LoadBalancingRule {
+	if lb.Properties == nil {
+		return nil
+	}
+	return lb.Properties.LoadBalancingRules
+}
+
+func probesOf(lb *armnetwork.LoadBalancer) []*armnetwork.Probe {
+	if lb.Properties == nil {
+		return nil
+	}
+	return lb.Properties.Probes
+}
+
+func poolsOf(lb *armnetwork.LoadBalancer) []*armnetwork.BackendAddressPool {
+	if lb.Properties == nil {
+		return nil
+	}
+	return lb.Properties.BackendAddressPools
+}
+
+func entriesOf(p *armnetwork.BackendAddressPool) []*armnetwork.LoadBalancerBackendAddress {
+	if p == nil || p.Properties == nil {
+		return nil
+	}
+	return p.Properties.LoadBalancerBackendAddresses
+}
+
+// rulePools is the set of (lower-cased) pool names the load balancer's rules
+// send traffic to.
+func rulePools(lb *armnetwork.LoadBalancer) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rulesOf(lb) {
+		if r.Properties == nil {
+			continue
+		}
+		if n := childName(r.Properties.BackendAddressPool); n != "" {
+			out[n] = true
+		}
+		for _, p := range r.Properties.BackendAddressPools {
+			if n := childName(p); n != "" {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package verify
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/azlb/azlb/internal/config"
+)
+
+// What the documentation says about nodes and Services, read from the
+// cluster. Each rule names the page it comes from.
+
+// Labels and taints the documentation names.
+const (
+	labelExcludeLB       = "node.kubernetes.io/exclude-from-external-load-balancers"
+	labelControlPlane    = "node-role.kubernetes.io/control-plane"
+	labelMaster          = "node-role.kubernetes.io/master"
+	taintToBeDeleted     = "ToBeDeletedByClusterAutoscaler"
+	taintOutOfService    = "node.kubernetes.io/out-of-service"
+	taintShutdown        = "node.cloudprovider.kubernetes.io/shutdown"
+	taintDraining        = "cloudprovider.azure.microsoft.com/draining"
+	drainingSpotEviction = "spot-eviction"
+
+	labelAgentPool      = "kubernetes.azure.com/agentpool"
+	labelAgentPoolShort = "agentpool"
+)
+
+// wantsLoadBalancer: a Service of type LoadBalancer that no other
+// controller's loadBalancerClass claims, and that is not being deleted.
+func wantsLoadBalancer(svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp == nil
+}
+
+// families is spec.ipFamilies, IPv4 when unset (load-balancers.md, Dual-stack).
+func families(svc *v1.Service) []v1.IPFamily {
+	if len(svc.Spec.IPFamilies) == 0 {
+		return []v1.IPFamily{v1.IPv4Protocol}
+	}
+	return svc.Spec.IPFamilies
+}
+
+func isLocal(svc *v1.Service) bool {
+	return svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+}
+
+// poolEligible: the nodes that may be in any backend pool
+// (load-balancers.md, Backend pools; multiple-load-balancers.md, Local
+// Services): not labelled exclude-from-external-load-balancers (any value
+// but "false"), not a control-plane node while excludeMasterFromStandardLB,
+// not being deleted, not tainted ToBeDeletedByClusterAutoscaler.
+func poolEligible(cfg *config.Config, n *v1.Node) (bool, string) {
+	if v, ok := n.Labels[labelExcludeLB]; ok && !strings.EqualFold(strings.TrimSpace(v), "false") {
+		return false, "labelled " + labelExcludeLB
+	}
+	if cfg.ExcludeMasterFromStandardLB == nil || *cfg.ExcludeMasterFromStandardLB {
+		for _, l := range []string{labelControlPlane, labelMaster} {
+			if _, ok := n.Labels[l]; ok {
+				return false, "a control-plane node (excludeMasterFromStandardLB)"
+			}
+		}
+	}
+	if n.DeletionTimestamp != nil {
+		return false, "being deleted"
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == taintToBeDeleted {
+			return false, "tainted " + taintToBeDeleted
+		}
+	}
+	return true, ""
+}
+
+// internalIP is the node's first InternalIP of the family, canonical; "".
+func internalIP(n *v1.Node, fam v1.IPFamily) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		if ip.Is4() == (fam == v1.IPv4Protocol) {
+			return ip.String()
+		}
+	}
+	return ""
+}
+
+// outOfService lists the taints that take the node out of rotation
+// (admin-state.md): out-of-service and shutdown with any value,
+// draining=spot-eviction with that value only; any effect.
+func outOfService(n *v1.Node) []string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		switch {
+		case t.Key == taintOutOfService, t.Key == taintShutdown,
+			t.Key == taintDraining && t.Value == drainingSpotEviction:
+			if !slices.Contains(out, t.Key) {
+				out = append(out, t.Key)
+			}
+		}
+	}
+	return out
+}
+
+// wantAdminState is the admin state every entry of the node must carry:
+// Down while it has one of the taints and the feature is on, else None
+// (admin-state.md; configuration.md, enableLoadBalancerAdminState).
+func wantAdminState(cfg *config.Config, n *v1.Node) string {
+	if cfg.EnableLoadBalancerAdminState != nil && !*cfg.EnableLoadBalancerAdminState {
+		return "None"
+	}
+	if len(outOfService(n)) > 0 {
+		return "Down"
+	}
+	return "None"
+}
+
+// vmSet is the node's agent pool (multiple-load-balancers.md, Node
+// placement): kubernetes.azure.com/agentpool, or agentpool when that is
+// missing or blank.
+func vmSet(n *v1.Node) string {
+	if v := strings.TrimSpace(n.Labels[labelAgentPool]); v != "" {
+		return v
+	}
+	return strings.TrimSpace(n.Labels[labelAgentPoolShort])
+}
+
+// endpointNodes are the nodes named by the Service's ready endpoints (ready
+// unset counts as ready) in all of its EndpointSlices
+// (multiple-load-balancers.md, Local Services).
+func endpointNodes(svc *v1.Service, slices []*discoveryv1.EndpointSlice) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range slices {
+		if s.Namespace != svc.Namespace || s.Labels[discoveryv1.LabelServiceName] != svc.Name {
+			continue
+		}
+		for _, ep := range s.Endpoints {
+			if ep.NodeName == nil || *ep.NodeName == "" {
+				continue
+			}
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			out[*ep.NodeName] = true
+		}
+	}
+	return out
+}
+
+// configEntry is one multiple-SLB configuration.
+type configEntry = config.MultipleStandardLoadBalancerConfiguration

@@ -1,0 +1,41 @@
+package verify
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
+)
+
+// UserAgent starts the User-Agent of verify's ARM requests, so that request
+// logs tell them from the controllers'.
+const UserAgent = "azlb-verify"
+
+// errReadOnly is what a write through verify's clients would get.
+var errReadOnly = errors.New("azlb verify only reads")
+
+// NewReadOnlyClients builds ARM clients for cfg that cannot write: a write
+// fence refuses every PUT, PATCH, POST and DELETE before it is sent. Their
+// requests' User-Agent starts with UserAgent.
+func NewReadOnlyClients(ctx context.Context, cfg *config.Config) (*azure.Clients, error) {
+	c := *cfg
+	c.UserAgent = UserAgent
+	clients, err := azure.NewClients(ctx, &c, azure.ClientOptions{Source: "azlb-verify"})
+	if err != nil {
+		return nil, err
+	}
+	clients.SetWriteFence(func() error { return errReadOnly })
+	return clients, nil
+}
+
+// Run reads the cluster and Azure once and checks them.
+func Run(ctx context.Context, cfg *config.Config, clients *azure.Clients, kube kubernetes.Interface) (*Report, error) {
+	s, err := Collect(ctx, cfg, clients, kube)
+	if err != nil {
+		return nil, err
+	}
+	return Check(s), nil
+}
