@@ -64,7 +64,7 @@ func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
 		}
 	}
 	if c, ok := inits[names.ServiceLBController]; ok {
-		c.Constructor = withNodeLabels(c.Constructor)
+		c.Constructor = withNodeLabels(startServiceController)
 		inits[names.ServiceLBController] = c
 	}
 	inits[adminstate.ControllerAdminState] = app.ControllerInitFuncConstructor{
