@@ -15,54 +15,35 @@ import (
 func (wc *writeCtx) normNICConfigs(arr []any, path, loc, owner string, scope *vmSetScope) ([]any, *armError) {
 	out := make([]any, 0, len(arr))
 	primaries := 0
-	seen := map[string]bool{}
-	for i, el := range arr {
-		p := indexPath(path, i)
-		c, ok := el.(map[string]any)
-		if !ok {
-			return nil, errInvalidParameter(p, "%s must be an object, got %s.", p, jsonKind(el))
-		}
-		name, _, err := getStr(c, "name", p)
-		if err != nil || name == "" {
-			return nil, errInvalidParameter(p+".name", "Network interface configuration %s needs a name.", p)
-		}
-		if seen[strings.ToLower(name)] {
-			return nil, errInvalidParameter(p+".name", "Network interface configuration name '%s' is used twice.", name)
-		}
-		seen[strings.ToLower(name)] = true
-		props, err := getObj(c, "properties", p)
-		if err != nil {
-			return nil, errInvalidParameter(p+".properties", "%v", err)
-		}
-		if props == nil {
-			props = obj{}
-		}
-		props = deepCopy(props).(obj)
-		pp := p + ".properties"
+	ae := eachNamed(arr, path, "Network interface configuration", func(name, pp string, props obj) *armError {
 		prim, _, err := getBool(props, "primary", pp)
 		if err != nil {
-			return nil, errInvalidParameter(pp+".primary", "%v", err)
+			return errInvalidParameter(pp+".primary", "%v", err)
 		}
 		if prim {
 			primaries++
 		}
 		for _, k := range []string{"enableAcceleratedNetworking", "disableTcpStateTracking", "enableIPForwarding"} {
 			if _, _, err := getBool(props, k, pp); err != nil {
-				return nil, errInvalidParameter(pp+"."+k, "%v", err)
+				return errInvalidParameter(pp+"."+k, "%v", err)
 			}
 			setDefault(props, k, false)
 		}
 		setDefault(props, "dnsSettings", obj{"dnsServers": []any{}})
 		ipcs, has, err := getArr(props, "ipConfigurations", pp)
 		if err != nil || !has || len(ipcs) == 0 {
-			return nil, errInvalidParameter(pp+".ipConfigurations", "Network interface configuration '%s' needs at least one ip configuration.", name)
+			return errInvalidParameter(pp+".ipConfigurations", "Network interface configuration '%s' needs at least one ip configuration.", name)
 		}
 		nipcs, ae := wc.normScaleSetIPConfigs(ipcs, pp+".ipConfigurations", loc, owner+"/networkInterfaces/"+name, scope)
 		if ae != nil {
-			return nil, ae
+			return ae
 		}
 		props["ipConfigurations"] = nipcs
 		out = append(out, obj{"name": name, "properties": props})
+		return nil
+	})
+	if ae != nil {
+		return nil, ae
 	}
 	if len(out) > 1 && primaries != 1 {
 		return nil, errInvalidParameter(path, "Exactly one network interface configuration must be primary when there are %d.", len(out))
@@ -73,66 +54,47 @@ func (wc *writeCtx) normNICConfigs(arr []any, path, loc, owner string, scope *vm
 func (wc *writeCtx) normScaleSetIPConfigs(arr []any, path, loc, owner string, scope *vmSetScope) ([]any, *armError) {
 	out := make([]any, 0, len(arr))
 	primaries, v4 := 0, 0
-	seen := map[string]bool{}
-	for i, el := range arr {
-		p := indexPath(path, i)
-		c, ok := el.(map[string]any)
-		if !ok {
-			return nil, errInvalidParameter(p, "%s must be an object, got %s.", p, jsonKind(el))
-		}
-		name, _, err := getStr(c, "name", p)
-		if err != nil || name == "" {
-			return nil, errInvalidParameter(p+".name", "Ip configuration %s needs a name.", p)
-		}
-		if seen[strings.ToLower(name)] {
-			return nil, errInvalidParameter(p+".name", "Ip configuration name '%s' is used twice.", name)
-		}
-		seen[strings.ToLower(name)] = true
-		props, err := getObj(c, "properties", p)
-		if err != nil {
-			return nil, errInvalidParameter(p+".properties", "%v", err)
-		}
-		if props == nil {
-			props = obj{}
-		}
-		props = deepCopy(props).(obj)
-		pp := p + ".properties"
+	ae := eachNamed(arr, path, "Ip configuration", func(name, pp string, props obj) *armError {
 		ver, ae := enumProp(props, "privateIPAddressVersion", pp, "IPv4", "IPv4", "IPv6")
 		if ae != nil {
-			return nil, errInvalidParameter(pp+".privateIPAddressVersion", "privateIPAddressVersion must be IPv4 or IPv6.")
+			return errInvalidParameter(pp+".privateIPAddressVersion", "privateIPAddressVersion must be IPv4 or IPv6.")
 		}
 		if ver == "IPv4" {
 			v4++
 		}
 		if prim, _, err := getBool(props, "primary", pp); err != nil {
-			return nil, errInvalidParameter(pp+".primary", "%v", err)
+			return errInvalidParameter(pp+".primary", "%v", err)
 		} else if prim {
 			primaries++
 		}
 		subnetID, has, err := getRef(props, "subnet", pp)
 		if err != nil || !has {
-			return nil, errInvalidParameter(pp+".subnet", "Ip configuration '%s' must reference a subnet.", name)
+			return errInvalidParameter(pp+".subnet", "Ip configuration '%s' must reference a subnet.", name)
 		}
 		vv, sub := wc.lookupChild(subnetID, "virtualNetworks", "subnets")
 		if sub == nil || stringOf(vv.doc["location"]) != loc {
-			return nil, errInvalidReference(subnetID, owner+"/ipConfigurations/"+name)
+			return errInvalidReference(subnetID, owner+"/ipConfigurations/"+name)
 		}
 		if _, ok := subnetPrefix(propsOf(sub), ver == "IPv6"); !ok {
-			return nil, errInvalidParameter(pp+".subnet", "Subnet %s has no %s address prefix for ip configuration '%s'.", subnetID, ver, name)
+			return errInvalidParameter(pp+".subnet", "Subnet %s has no %s address prefix for ip configuration '%s'.", subnetID, ver, name)
 		}
 		props["subnet"] = ref(stringOf(sub["id"]))
 		ids, has, err := getRefList(props, "loadBalancerBackendAddressPools", pp)
 		if err != nil {
-			return nil, errInvalidParameter(pp+".loadBalancerBackendAddressPools", "%v", err)
+			return errInvalidParameter(pp+".loadBalancerBackendAddressPools", "%v", err)
 		}
 		if has {
 			canon, ae := wc.checkPoolRefs(ids, owner+"/ipConfigurations/"+name, scope)
 			if ae != nil {
-				return nil, ae
+				return ae
 			}
 			props["loadBalancerBackendAddressPools"] = refList(canon)
 		}
 		out = append(out, obj{"name": name, "properties": props})
+		return nil
+	})
+	if ae != nil {
+		return nil, ae
 	}
 	if v4 > 1 && primaries != 1 {
 		return nil, errInvalidParameter(path, "Exactly one ip configuration must be primary when there are several.")
@@ -275,4 +237,39 @@ func instanceIPConfigs(v *version) []obj {
 		}
 	}
 	return out
+}
+
+// eachNamed checks arr as a list of named objects (each an object with a
+// name unique in the list, case-insensitively, and optional properties) and
+// calls fn with each one's name, the path of its properties and a deep copy
+// of them. kind words the errors ("Ip configuration"); the first error
+// ends the walk.
+func eachNamed(arr []any, path, kind string, fn func(name, pp string, props obj) *armError) *armError {
+	seen := map[string]bool{}
+	for i, el := range arr {
+		p := indexPath(path, i)
+		c, ok := el.(map[string]any)
+		if !ok {
+			return errInvalidParameter(p, "%s must be an object, got %s.", p, jsonKind(el))
+		}
+		name, _, err := getStr(c, "name", p)
+		if err != nil || name == "" {
+			return errInvalidParameter(p+".name", "%s %s needs a name.", kind, p)
+		}
+		if seen[strings.ToLower(name)] {
+			return errInvalidParameter(p+".name", "%s name '%s' is used twice.", kind, name)
+		}
+		seen[strings.ToLower(name)] = true
+		props, err := getObj(c, "properties", p)
+		if err != nil {
+			return errInvalidParameter(p+".properties", "%v", err)
+		}
+		if props == nil {
+			props = obj{}
+		}
+		if ae := fn(name, p+".properties", deepCopy(props).(obj)); ae != nil {
+			return ae
+		}
+	}
+	return nil
 }
