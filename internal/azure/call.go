@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -163,9 +164,17 @@ func get[R, T any](ctx context.Context, b *base, resourceGroup, object string,
 	if err != nil {
 		return nil, b.wrap(opGet, object, err)
 	}
-	resp, err := call(callCtx)
+	var raw *http.Response
+	resp, err := call(policy.WithCaptureResponse(callCtx, &raw))
 	if err != nil {
 		return nil, b.wrap(opGet, object, err)
+	}
+	// The SDK's generated clients take a 200 without a body for an empty
+	// resource; ARM never sends one, so it is an error, not a value.
+	if raw != nil && raw.StatusCode == http.StatusOK {
+		if body, err := runtime.Payload(raw); err != nil || len(bytes.TrimSpace(body)) == 0 {
+			return nil, b.wrap(opGet, object, fmt.Errorf("ARM answered 200 without a body"))
+		}
 	}
 	return value(&resp), nil
 }

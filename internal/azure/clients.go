@@ -229,15 +229,22 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		}
 	}
 
+	// The load balancer and pool clients send their GETs and PUTs through
+	// an arm.Client of the same options with azlb's codecs (codecclient.go).
+	var lbRaw, poolRaw *arm.Client
 	lb, err := armnetwork.NewLoadBalancersClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientLoadBalancer))
 	if err == nil {
-		c.LoadBalancer = &loadBalancerClient{base: newBase(ClientLoadBalancer), c: lb}
+		lbRaw, err = arm.NewClient(armModule, armModuleVersion, c.cred, c.armOptions(ClientLoadBalancer))
+		c.LoadBalancer = &loadBalancerClient{base: newBase(ClientLoadBalancer), c: lb,
+			codec: newCodecClient(lbRaw, cfg.SubscriptionID, sdkLBClient)}
+	}
+	if err == nil {
 		var bp *armnetwork.LoadBalancerBackendAddressPoolsClient
 		bp, err = armnetwork.NewLoadBalancerBackendAddressPoolsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientBackendPool))
 		if err == nil {
-			var raw *arm.Client
-			raw, err = arm.NewClient(armModule, armModuleVersion, c.cred, c.armOptions(ClientBackendPool))
-			c.BackendPool = &backendPoolClient{base: newBase(ClientBackendPool), c: bp, raw: raw, subscription: cfg.SubscriptionID}
+			poolRaw, err = arm.NewClient(armModule, armModuleVersion, c.cred, c.armOptions(ClientBackendPool))
+			c.BackendPool = &backendPoolClient{base: newBase(ClientBackendPool), c: bp,
+				codec: newCodecClient(poolRaw, cfg.SubscriptionID, sdkPoolClient)}
 		}
 	}
 	if err == nil {

@@ -15,9 +15,13 @@
 //   - Writes (CreateOrUpdate, Delete) send If-Match when given an etag, wait
 //     for the long-running operation and return the final resource. List
 //     follows nextLink to the end.
-//   - Backend pool Get and CreateOrUpdate go through the SDK's pipeline with
-//     azlb's pool codec (poolcodec.go), which writes and reads the SDK's JSON
-//     several times faster than the SDK's generated code.
+//   - Load balancer and backend pool Get and CreateOrUpdate go through the
+//     SDK's pipeline (codecclient.go) with azlb's codecs: the pool codec
+//     (poolcodec.go) writes and reads the SDK's JSON several times faster
+//     than the SDK's generated code, and the load balancer codec
+//     (lbcodec.go) uses it for a load balancer's pools and the SDK for the
+//     rest. A write ARM completes synchronously is decoded once, from its
+//     answer.
 //   - SDK retries: statuses 408, 500, 502, 503, 504 (RetriableStatusCodes)
 //     and transport errors are retried inside one call, MaxRetries 3 unless
 //     cloudProviderBackoff/cloudProviderBackoffRetries say otherwise. 429 is

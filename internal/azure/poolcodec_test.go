@@ -378,21 +378,7 @@ func TestEmulatorPoolCodecMatchesSDKClient(t *testing.T) {
 			env := newEmuEnv(t, emulator.Options{OperationDuration: opDuration}, "test-pool-codec", nil)
 			lb := env.seed(t)
 			ctx := context.Background()
-			vnets, err := armnetwork.NewVirtualNetworksClient(emuSub, env.c.Credential(), env.c.ARMClientOptions("virtualNetwork"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			vp, err := vnets.BeginCreateOrUpdate(ctx, emuRG, "vnet", armnetwork.VirtualNetwork{Location: to.Ptr(emuLoc),
-				Properties: &armnetwork.VirtualNetworkPropertiesFormat{AddressSpace: &armnetwork.AddressSpace{
-					AddressPrefixes: []*string{to.Ptr("10.1.0.0/16")}}}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			created, err := vp.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vnet := ptr.Deref(created.ID, "")
+			vnet := env.vnet(t)
 			body := armnetwork.BackendAddressPool{Properties: &armnetwork.BackendAddressPoolPropertiesFormat{}}
 			for i := range 50 {
 				st := armnetwork.LoadBalancerBackendAddressAdminStateNone
@@ -434,4 +420,25 @@ func TestEmulatorPoolCodecMatchesSDKClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// vnet creates the virtual network 10.1.0.0/16 that IP-based pool members
+// name, and returns its id.
+func (env *emuEnv) vnet(t *testing.T) string {
+	t.Helper()
+	vnets, err := armnetwork.NewVirtualNetworksClient(emuSub, env.c.Credential(), env.c.ARMClientOptions("virtualNetwork"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp, err := vnets.BeginCreateOrUpdate(context.Background(), emuRG, "vnet", armnetwork.VirtualNetwork{Location: to.Ptr(emuLoc),
+		Properties: &armnetwork.VirtualNetworkPropertiesFormat{AddressSpace: &armnetwork.AddressSpace{
+			AddressPrefixes: []*string{to.Ptr("10.1.0.0/16")}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := vp.PollUntilDone(context.Background(), &runtime.PollUntilDoneOptions{Frequency: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ptr.Deref(created.ID, "")
 }
