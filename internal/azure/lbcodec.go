@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -10,24 +9,28 @@ import (
 )
 
 // The load balancer codec encodes and decodes armnetwork.LoadBalancer with
-// the same JSON the SDK reads and writes; its backend pools go through the
-// pool codec (poolcodec.go), everything else through the SDK's own codec.
+// the same JSON the SDK reads and writes: its backend pools through the pool
+// codec (poolcodec.go), its rules and probes through mirror types
+// (rulecodec.go), everything else through the SDK's own codec.
 //
-// Why: a load balancer's pools are most of its bytes (a pool of 1,250
-// IP-based members is ~250 KB of JSON), and every write of the load
-// balancer (a Service's rule added or removed) sends and reads all of them.
-// With the SDK's codec, a 5,000-node cluster's controller spent 78% of all
-// its allocations encoding and decoding pools inside load balancer writes;
-// that garbage, not live state, set its peak memory (docs/reliability.md).
+// Why: every write of a load balancer (a Service's rule added or removed)
+// sends and reads the whole load balancer, and its pools, rules and probes
+// are nearly all of its bytes (a pool of 1,250 IP-based members is ~250 KB
+// of JSON; 250 Services bring 250 rules and probes). With the SDK's codec, a
+// 5,000-node cluster's controller spent 78% of all its allocations there,
+// and that garbage, not live state, set its peak memory
+// (docs/reliability.md).
 //
-// How: encoding marshals the load balancer without its pools and the
-// properties without their pools with the SDK, then appends the pools,
-// each encoded by the pool codec, to the properties object. Decoding splits
-// the top-level object and the properties object into raw members, decodes
-// the pools with the pool codec and hands everything else, re-assembled, to
-// the SDK. The semantics are the SDK's: members are matched exactly, a
-// repeated member's last value wins, null and absent leave a field nil,
-// unknown members are ignored.
+// How: encoding marshals the load balancer without its properties and the
+// properties without those three lists with the SDK, then appends the lists
+// to the properties object. Decoding splits the top-level object and the
+// properties object into raw members, decodes the three lists with the
+// codec and hands everything else, re-assembled, to the SDK. The semantics
+// are the SDK's: a repeated member's last value wins, null and absent leave
+// a field nil, unknown members are ignored, an element holding a NullValue
+// sentinel is encoded by the SDK. One difference, which ARM never
+// produces: inside pools, rules and probes, member names match
+// case-insensitively (encoding/json's rule; the SDK matches exactly).
 
 // lbResult is a load balancer decoded with this codec; the poller of a load
 // balancer write decodes into it.
@@ -43,12 +46,27 @@ var nullLBProps = azcore.NullValue[*armnetwork.LoadBalancerPropertiesFormat]()
 
 // encodeLB encodes a load balancer as the SDK would.
 func encodeLB(lb *armnetwork.LoadBalancer) ([]byte, error) {
-	if lb.Properties == nil || lb.Properties == nullLBProps || lb.Properties.BackendAddressPools == nil {
+	if lb.Properties == nil || lb.Properties == nullLBProps {
 		return json.Marshal(lb)
 	}
+	// The lists the codec encodes itself; nil ones are omitted.
+	lists := []struct {
+		key    string
+		encode func() ([]byte, error)
+	}{
+		{"backendAddressPools", nil}, {"loadBalancingRules", nil}, {"probes", nil},
+	}
+	if ps := lb.Properties.BackendAddressPools; ps != nil {
+		lists[0].encode = func() ([]byte, error) { return encodeList(ps, encodePool) }
+	}
+	if rs := lb.Properties.LoadBalancingRules; rs != nil {
+		lists[1].encode = func() ([]byte, error) { return encodeList(rs, encodeRule) }
+	}
+	if ps := lb.Properties.Probes; ps != nil {
+		lists[2].encode = func() ([]byte, error) { return encodeList(ps, encodeProbe) }
+	}
 	props := *lb.Properties
-	pools := props.BackendAddressPools
-	props.BackendAddressPools = nil
+	props.BackendAddressPools, props.LoadBalancingRules, props.Probes = nil, nil, nil
 	propsJSON, err := json.Marshal(&props)
 	if err != nil {
 		return nil, err
@@ -59,49 +77,52 @@ func encodeLB(lb *armnetwork.LoadBalancer) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	encoded := make([][]byte, len(pools))
+	encoded := make([][]byte, len(lists))
 	size := len(top) + len(propsJSON) + 64
-	for i, p := range pools {
-		if p == nil {
-			encoded[i] = []byte("null")
-		} else if encoded[i], err = encodePool(p); err != nil {
-			return nil, err
+	for i, l := range lists {
+		if l.encode != nil {
+			if encoded[i], err = l.encode(); err != nil {
+				return nil, err
+			}
+			size += len(encoded[i])
 		}
-		size += len(encoded[i]) + 1
 	}
-	// top + "properties": propsJSON + "backendAddressPools": [pools], in one
-	// buffer.
-	out := make([]byte, 0, size)
-	if out, err = openMember(out, top, "properties"); err != nil {
+	// {top..., "properties": {props..., "key": [list], ...}}, in one buffer
+	out, err := openObject(make([]byte, 0, size), top, "top-level")
+	if err != nil {
 		return nil, err
 	}
-	if out, err = openMember(out, propsJSON, "backendAddressPools"); err != nil {
+	out = appendKey(out, len(top) > 2, "properties")
+	if out, err = openObject(out, propsJSON, "properties"); err != nil {
 		return nil, err
 	}
-	out = append(out, '[')
-	for i, b := range encoded {
-		if i > 0 {
-			out = append(out, ',')
+	more := len(propsJSON) > 2
+	for i, l := range lists {
+		if l.encode != nil {
+			out = append(appendKey(out, more, l.key), encoded[i]...)
+			more = true
 		}
-		out = append(out, b...)
 	}
-	return append(out, "]}}"...), nil
+	return append(out, "}}"...), nil
 }
 
-// openMember appends an encoded JSON object to out without its closing
-// brace, followed by the key of one more member: `{...,"key":`.
-func openMember(out, object []byte, key string) ([]byte, error) {
-	object = bytes.TrimSpace(object)
+// openObject appends an encoded JSON object without its closing brace.
+func openObject(out, object []byte, what string) ([]byte, error) {
 	if len(object) < 2 || object[0] != '{' || object[len(object)-1] != '}' {
-		return nil, fmt.Errorf("encoding %s: the SDK wrote %.20q, not a JSON object", key, object)
+		return nil, fmt.Errorf("encoding the %s object: the SDK wrote %.20q, not a JSON object", what, object)
 	}
-	out = append(out, object[:len(object)-1]...)
-	if len(bytes.TrimSpace(object[1:len(object)-1])) > 0 {
+	return append(out, object[:len(object)-1]...), nil
+}
+
+// appendKey appends `"key":` to an open object, after a comma when it has
+// members already.
+func appendKey(out []byte, more bool, key string) []byte {
+	if more {
 		out = append(out, ',')
 	}
 	out = append(out, '"')
 	out = append(out, key...)
-	return append(out, `":`...), nil
+	return append(out, `":`...)
 }
 
 // decodeLB decodes a load balancer as the SDK would.
@@ -126,23 +147,25 @@ func decodeLB(data []byte) (armnetwork.LoadBalancer, error) {
 	if err := json.Unmarshal(propsRaw, &members); err != nil {
 		return fail(fmt.Errorf("struct field Properties: %w", err))
 	}
-	poolsRaw := members["backendAddressPools"]
+	poolsRaw, rulesRaw, probesRaw := members["backendAddressPools"], members["loadBalancingRules"], members["probes"]
 	delete(members, "backendAddressPools")
+	delete(members, "loadBalancingRules")
+	delete(members, "probes")
 	props := &armnetwork.LoadBalancerPropertiesFormat{}
 	if err := sdkDecodeMembers(members, props); err != nil {
 		return fail(fmt.Errorf("struct field Properties: %w", err))
 	}
-	if poolsRaw != nil && !isNull(poolsRaw) {
-		var pools []*poolResult
-		if err := json.Unmarshal(poolsRaw, &pools); err != nil {
-			return fail(fmt.Errorf("struct field Properties: struct field BackendAddressPools: %w", err))
-		}
-		props.BackendAddressPools = make([]*armnetwork.BackendAddressPool, len(pools))
-		for i, p := range pools {
-			if p != nil {
-				props.BackendAddressPools[i] = &p.BackendAddressPool
-			}
-		}
+	var err error
+	if props.BackendAddressPools, err = decodeList(poolsRaw, "BackendAddressPools", func(p *poolResult) *armnetwork.BackendAddressPool {
+		return &p.BackendAddressPool
+	}); err != nil {
+		return fail(fmt.Errorf("struct field Properties: %w", err))
+	}
+	if props.LoadBalancingRules, err = decodeList(rulesRaw, "LoadBalancingRules", ruleOf); err != nil {
+		return fail(fmt.Errorf("struct field Properties: %w", err))
+	}
+	if props.Probes, err = decodeList(probesRaw, "Probes", probeOf); err != nil {
+		return fail(fmt.Errorf("struct field Properties: %w", err))
 	}
 	lb.Properties = props
 	return lb, nil

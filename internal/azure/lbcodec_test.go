@@ -40,13 +40,9 @@ func randomLB(r *rand.Rand) armnetwork.LoadBalancer {
 		props.FrontendIPConfigurations = append(props.FrontendIPConfigurations, &armnetwork.FrontendIPConfiguration{
 			Name: to.Ptr(fmt.Sprintf("fe%d", i)), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
 				PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(fmt.Sprintf("/pip/%d", i))}}})
-		props.LoadBalancingRules = append(props.LoadBalancingRules, &armnetwork.LoadBalancingRule{
-			Name: to.Ptr(fmt.Sprintf("rule%d", i)), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
-				Protocol: to.Ptr(armnetwork.TransportProtocolTCP), FrontendPort: to.Ptr(int32(80 + i)), BackendPort: to.Ptr(int32(8080)),
-				EnableFloatingIP: to.Ptr(true), FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr("fe")}}})
-		props.Probes = append(props.Probes, &armnetwork.Probe{Name: to.Ptr(fmt.Sprintf("probe%d", i)),
-			Properties: &armnetwork.ProbePropertiesFormat{Port: to.Ptr(int32(30000 + i)), Protocol: to.Ptr(armnetwork.ProbeProtocolTCP)}})
 	}
+	props.LoadBalancingRules = randomList(r, func() *armnetwork.LoadBalancingRule { return randomRule(r) })
+	props.Probes = randomList(r, func() *armnetwork.Probe { return randomProbe(r) })
 	switch r.IntN(5) {
 	case 0: // nil: omitted
 	case 1:
@@ -63,6 +59,77 @@ func randomLB(r *rand.Rand) armnetwork.LoadBalancer {
 	}
 	lb.Properties = props
 	return lb
+}
+
+// randomList is nil, empty, or up to four elements, some of them nil.
+func randomList[T any](r *rand.Rand, one func() *T) []*T {
+	switch r.IntN(5) {
+	case 0:
+		return nil
+	case 1:
+		return []*T{}
+	}
+	var out []*T
+	for range 1 + r.IntN(4) {
+		if r.IntN(8) == 0 {
+			out = append(out, nil)
+			continue
+		}
+		out = append(out, one())
+	}
+	return out
+}
+
+// randomRule and randomProbe fill every field, each nil a third of the
+// time (randomFields).
+func randomRule(r *rand.Rand) *armnetwork.LoadBalancingRule {
+	var rule armnetwork.LoadBalancingRule
+	randomFields(r, &rule)
+	return &rule
+}
+
+func randomProbe(r *rand.Rand) *armnetwork.Probe {
+	var p armnetwork.Probe
+	randomFields(r, &p)
+	return &p
+}
+
+// randomFields sets the pointer, slice and string fields of the struct v
+// points to, recursively, each left nil a third of the time.
+func randomFields(r *rand.Rand, v any) {
+	var fill func(reflect.Value, int)
+	fill = func(f reflect.Value, depth int) {
+		switch f.Kind() {
+		case reflect.Pointer:
+			if r.IntN(3) == 0 || depth > 4 {
+				return
+			}
+			f.Set(reflect.New(f.Type().Elem()))
+			fill(f.Elem(), depth+1)
+		case reflect.Struct:
+			for i := range f.NumField() {
+				if f.Type().Field(i).IsExported() {
+					fill(f.Field(i), depth+1)
+				}
+			}
+		case reflect.Slice:
+			switch r.IntN(3) {
+			case 0:
+			case 1:
+				f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+			default:
+				f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+				fill(f.Index(1), depth+1)
+			}
+		case reflect.String:
+			f.SetString([]string{"", "Tcp", "x\"\\ \u00e9", "/subscriptions/s/id"}[r.IntN(4)])
+		case reflect.Int32:
+			f.SetInt(int64(r.IntN(70000) - 5))
+		case reflect.Bool:
+			f.SetBool(r.IntN(2) == 0)
+		}
+	}
+	fill(reflect.ValueOf(v).Elem(), 0)
 }
 
 func sdkDecodeLB(t testing.TB, b []byte) armnetwork.LoadBalancer {
@@ -288,4 +355,40 @@ func findPoolIn(lb *armnetwork.LoadBalancer, name string) *armnetwork.BackendAdd
 		}
 	}
 	return nil
+}
+
+// TestLBCodecCoversEverySDKField: as TestPoolCodecCoversEverySDKField, for
+// the rule and probe mirrors.
+func TestLBCodecCoversEverySDKField(t *testing.T) {
+	for _, p := range []struct{ sdk, mirror any }{
+		{armnetwork.LoadBalancingRule{}, ruleWire{}},
+		{armnetwork.LoadBalancingRulePropertiesFormat{}, rulePropsWire{}},
+		{armnetwork.Probe{}, probeWire{}},
+		{armnetwork.ProbePropertiesFormat{}, probePropsWire{}},
+	} {
+		st, mt := reflect.TypeOf(p.sdk), reflect.TypeOf(p.mirror)
+		if want, got := fieldNames(st), fieldNames(mt); !reflect.DeepEqual(want, got) {
+			t.Errorf("%s has fields %v; the codec's %s has %v: carry the new field (rulecodec.go)", st, want, mt, got)
+		}
+	}
+}
+
+// TestLBCodecNullValue: rules and probes holding a NullValue sentinel are
+// written with an explicit null, as the SDK writes them.
+func TestLBCodecNullValue(t *testing.T) {
+	lb := armnetwork.LoadBalancer{Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		LoadBalancingRules: []*armnetwork.LoadBalancingRule{{Name: to.Ptr("r"), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+			IdleTimeoutInMinutes: azcore.NullValue[*int32](), FrontendPort: to.Ptr(int32(80))}}},
+		Probes: []*armnetwork.Probe{{Name: to.Ptr("p"), Properties: &armnetwork.ProbePropertiesFormat{
+			RequestPath: azcore.NullValue[*string]()}}},
+	}}
+	b, err := encodeLB(&lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk, _ := json.Marshal(lb)
+	if !strings.Contains(string(b), `"idleTimeoutInMinutes":null`) || !strings.Contains(string(b), `"requestPath":null`) ||
+		!reflect.DeepEqual(jsonValue(t, b), jsonValue(t, sdk)) {
+		t.Errorf("encode = %s; the SDK writes %s", b, sdk)
+	}
 }
