@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/metrics"
@@ -114,8 +115,10 @@ func startWrite[T any](ctx context.Context, b *base, op, resourceGroup, object, 
 	// provisioningState, as updates of load balancers and pools are) carries
 	// the final resource in its body: decode it instead of letting the
 	// poller GET the resource again, which would cost one more round trip.
-	if out, ok := synchronousResult[T](poller, initial); ok {
-		return func(context.Context) (T, error) { return out, nil }, nil
+	if poller.Done() {
+		if out, ok := synchronousResult(initial, sdkResult[T]); ok {
+			return func(context.Context) (T, error) { return out, nil }, nil
+		}
 	}
 	return func(ctx context.Context) (T, error) {
 		pollCtx := withRequestInfo(ctx, b.metricName+"_"+op+pollSuffix, resourceGroup)
@@ -179,29 +182,39 @@ func get[R, T any](ctx context.Context, b *base, resourceGroup, object string,
 	return value(&resp), nil
 }
 
-// synchronousResult decodes the initial response of a write that needs no
-// polling: the poller is done, the status is 200 or 201 and the body's
-// provisioningState is Succeeded. Anything else (deletes, 202s, bodies
-// that do not decode) goes through the poller as usual.
-func synchronousResult[T any](poller interface{ Done() bool }, resp *http.Response) (T, bool) {
-	var out T
-	if resp == nil || !poller.Done() || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated) {
-		return out, false
+// synchronousResult decodes the answer to a write that needs no polling:
+// the status is 200 or 201 and the body decodes, with provisioningState
+// Succeeded. Anything else (deletes, 202s, bodies that do not decode) goes
+// through the poller as usual. decode returns the value and its
+// provisioningState.
+func synchronousResult[T any](resp *http.Response, decode func([]byte) (T, string, error)) (T, bool) {
+	var zero T
+	if resp == nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated) {
+		return zero, false
 	}
 	body, err := runtime.Payload(resp)
 	if err != nil || len(body) == 0 {
-		return out, false
+		return zero, false
 	}
+	out, state, err := decode(body)
+	if err != nil || !strings.EqualFold(state, string(armnetwork.ProvisioningStateSucceeded)) {
+		return zero, false
+	}
+	return out, true
+}
+
+// sdkResult decodes a write's answer with the SDK's codec (T is the
+// generated client's response type), reading its provisioningState apart.
+func sdkResult[T any](body []byte) (T, string, error) {
+	var out T
 	var state struct {
 		Properties struct {
 			ProvisioningState string `json:"provisioningState"`
 		} `json:"properties"`
 	}
-	if json.Unmarshal(body, &state) != nil || !strings.EqualFold(state.Properties.ProvisioningState, "Succeeded") {
-		return out, false
+	if err := json.Unmarshal(body, &state); err != nil {
+		return out, "", err
 	}
-	if json.Unmarshal(body, &out) != nil {
-		return out, false
-	}
-	return out, true
+	err := json.Unmarshal(body, &out)
+	return out, state.Properties.ProvisioningState, err
 }

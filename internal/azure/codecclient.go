@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 )
 
 // codecClient sends the GETs and PUTs of load balancers and their pools
@@ -31,10 +29,11 @@ func newCodecClient(raw *arm.Client, subscription, sdkClient string) *codecClien
 }
 
 // request builds a request on a load balancer's URL, or on one of its
-// pools' when pool is set.
+// pools' for the pool client.
 func (c *codecClient) request(ctx context.Context, method, apiName, rg, lb, pool string) (*policy.Request, error) {
+	isPool := c.sdkClient == sdkPoolClient
 	params := []struct{ name, v string }{{"subscriptionID", c.subscription}, {"resourceGroupName", rg}, {"loadBalancerName", lb}}
-	if c.sdkClient == sdkPoolClient {
+	if isPool {
 		params = append(params, struct{ name, v string }{"backendAddressPoolName", pool})
 	}
 	for _, p := range params {
@@ -44,7 +43,7 @@ func (c *codecClient) request(ctx context.Context, method, apiName, rg, lb, pool
 	}
 	path := "/subscriptions/" + url.PathEscape(c.subscription) + "/resourceGroups/" + url.PathEscape(rg) +
 		"/providers/Microsoft.Network/loadBalancers/" + url.PathEscape(lb)
-	if pool != "" {
+	if isPool {
 		path += "/backendAddressPools/" + url.PathEscape(pool)
 	}
 	ctx = context.WithValue(ctx, runtime.CtxAPINameKey{}, c.sdkClient+"."+apiName)
@@ -65,11 +64,9 @@ const (
 	sdkPoolClient = "LoadBalancerBackendAddressPoolsClient"
 )
 
-// codecGet GETs a load balancer (pool empty) or a pool and decodes the 200
-// answer with decode; wrap turns the decoded model into the poller's result
-// type.
-func codecGet[M, R any](ctx context.Context, c *codecClient, rg, lb, pool string,
-	decode func([]byte) (M, error), wrap func(M) R) (R, error) {
+// codecGet GETs a load balancer or a pool and decodes the 200 answer with
+// decode (which also returns the provisioningState, unused here).
+func codecGet[R any](ctx context.Context, c *codecClient, rg, lb, pool string, decode func([]byte) (R, string, error)) (R, error) {
 	var zero R
 	req, err := c.request(ctx, http.MethodGet, "Get", rg, lb, pool)
 	if err != nil {
@@ -86,22 +83,19 @@ func codecGet[M, R any](ctx context.Context, c *codecClient, rg, lb, pool string
 	if err != nil {
 		return zero, err
 	}
-	m, err := decode(body)
-	if err != nil {
-		return zero, err
-	}
-	return wrap(m), nil
+	out, _, err := decode(body)
+	return out, err
 }
 
 // codecPut PUTs the body encode returns. A write ARM completed
-// synchronously (200 or 201 with provisioningState Succeeded, as updates of
-// load balancers and pools are) is returned decoded from its answer: the
-// SDK's poller would find the same after decoding the whole body into
-// generic maps to read that one field, which for a load balancer with large
-// pools costs milliseconds and megabytes. Anything else gets a poller (R
-// decodes the final resource with the codec).
-func codecPut[M, R any](ctx context.Context, c *codecClient, rg, lb, pool string, encode func() ([]byte, error),
-	decode func([]byte) (M, error), wrap func(M) R, state func(*M) *armnetwork.ProvisioningState) (*R, *runtime.Poller[R], error) {
+// synchronously (as updates of load balancers and pools are) is returned
+// decoded from its answer (synchronousResult): the SDK's poller would find
+// the same after decoding the whole body into generic maps to read its
+// provisioningState, which for a load balancer with large pools costs
+// milliseconds and megabytes. Anything else gets a poller (R decodes the
+// final resource with the codec).
+func codecPut[R any](ctx context.Context, c *codecClient, rg, lb, pool string, encode func() ([]byte, error),
+	decode func([]byte) (R, string, error)) (*R, *runtime.Poller[R], error) {
 	req, err := c.request(ctx, http.MethodPut, "BeginCreateOrUpdate", rg, lb, pool)
 	if err != nil {
 		return nil, nil, err
@@ -120,32 +114,11 @@ func codecPut[M, R any](ctx context.Context, c *codecClient, rg, lb, pool string
 	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusCreated) {
 		return nil, nil, runtime.NewResponseError(resp)
 	}
-	if out, ok := completed(resp, decode, state); ok {
-		r := wrap(out)
-		return &r, nil, nil
+	if out, ok := synchronousResult(resp, decode); ok {
+		return &out, nil, nil
 	}
 	poller, err := runtime.NewPoller(resp, c.raw.Pipeline(), &runtime.NewPollerOptions[R]{
 		FinalStateVia: runtime.FinalStateViaAzureAsyncOp,
 	})
 	return nil, poller, err
-}
-
-// completed decodes the answer to a PUT that ARM completed synchronously.
-func completed[M any](resp *http.Response, decode func([]byte) (M, error), state func(*M) *armnetwork.ProvisioningState) (M, bool) {
-	var zero M
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		return zero, false
-	}
-	body, err := runtime.Payload(resp)
-	if err != nil || len(body) == 0 {
-		return zero, false
-	}
-	m, err := decode(body)
-	if err != nil {
-		return zero, false
-	}
-	if s := state(&m); s == nil || !strings.EqualFold(string(*s), string(armnetwork.ProvisioningStateSucceeded)) {
-		return zero, false
-	}
-	return m, true
 }

@@ -42,6 +42,16 @@ func (r *lbResult) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// decodeLBResult decodes a load balancer and reads its provisioningState.
+func decodeLBResult(b []byte) (lbResult, string, error) {
+	lb, err := decodeLB(b)
+	state := ""
+	if lb.Properties != nil && lb.Properties.ProvisioningState != nil {
+		state = string(*lb.Properties.ProvisioningState)
+	}
+	return lbResult{lb}, state, err
+}
+
 var nullLBProps = azcore.NullValue[*armnetwork.LoadBalancerPropertiesFormat]()
 
 // encodeLB encodes a load balancer as the SDK would.
@@ -50,20 +60,31 @@ func encodeLB(lb *armnetwork.LoadBalancer) ([]byte, error) {
 		return json.Marshal(lb)
 	}
 	// The lists the codec encodes itself; nil ones are omitted.
-	lists := []struct {
-		key    string
-		encode func() ([]byte, error)
-	}{
-		{"backendAddressPools", nil}, {"loadBalancingRules", nil}, {"probes", nil},
+	type member struct {
+		key  string
+		json []byte
 	}
+	var lists []member
 	if ps := lb.Properties.BackendAddressPools; ps != nil {
-		lists[0].encode = func() ([]byte, error) { return encodeList(ps, encodePool) }
+		b, err := encodeList(ps, encodePool)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, member{"backendAddressPools", b})
 	}
 	if rs := lb.Properties.LoadBalancingRules; rs != nil {
-		lists[1].encode = func() ([]byte, error) { return encodeList(rs, encodeRule) }
+		b, err := encodeList(rs, encodeRule)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, member{"loadBalancingRules", b})
 	}
 	if ps := lb.Properties.Probes; ps != nil {
-		lists[2].encode = func() ([]byte, error) { return encodeList(ps, encodeProbe) }
+		b, err := encodeList(ps, encodeProbe)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, member{"probes", b})
 	}
 	props := *lb.Properties
 	props.BackendAddressPools, props.LoadBalancingRules, props.Probes = nil, nil, nil
@@ -77,15 +98,9 @@ func encodeLB(lb *armnetwork.LoadBalancer) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	encoded := make([][]byte, len(lists))
 	size := len(top) + len(propsJSON) + 64
-	for i, l := range lists {
-		if l.encode != nil {
-			if encoded[i], err = l.encode(); err != nil {
-				return nil, err
-			}
-			size += len(encoded[i])
-		}
+	for _, m := range lists {
+		size += len(m.key) + len(m.json) + 4
 	}
 	// {top..., "properties": {props..., "key": [list], ...}}, in one buffer
 	out, err := openObject(make([]byte, 0, size), top, "top-level")
@@ -96,12 +111,8 @@ func encodeLB(lb *armnetwork.LoadBalancer) ([]byte, error) {
 	if out, err = openObject(out, propsJSON, "properties"); err != nil {
 		return nil, err
 	}
-	more := len(propsJSON) > 2
-	for i, l := range lists {
-		if l.encode != nil {
-			out = append(appendKey(out, more, l.key), encoded[i]...)
-			more = true
-		}
+	for i, m := range lists {
+		out = append(appendKey(out, i > 0 || len(propsJSON) > 2, m.key), m.json...)
 	}
 	return append(out, "}}"...), nil
 }

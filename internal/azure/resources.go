@@ -20,7 +20,7 @@ var _ LoadBalancerClient = (*loadBalancerClient)(nil)
 func (l *loadBalancerClient) Get(ctx context.Context, rg, name string) (*armnetwork.LoadBalancer, error) {
 	return get(ctx, l.base, rg, rg+"/"+name,
 		func(ctx context.Context) (lbResult, error) {
-			return codecGet(ctx, l.codec, rg, name, "", decodeLB, func(lb armnetwork.LoadBalancer) lbResult { return lbResult{lb} })
+			return codecGet(ctx, l.codec, rg, name, "", decodeLBResult)
 		},
 		func(r *lbResult) *armnetwork.LoadBalancer { return &r.LoadBalancer })
 }
@@ -34,14 +34,7 @@ func (l *loadBalancerClient) List(ctx context.Context, rg string) ([]*armnetwork
 func (l *loadBalancerClient) CreateOrUpdate(ctx context.Context, rg, name string, lb armnetwork.LoadBalancer, etag string) (*armnetwork.LoadBalancer, error) {
 	resp, err := writeOrDone(ctx, l.base, opCreateOrUpdate, rg, rg+"/"+name, etag,
 		func(ctx context.Context) (*lbResult, *runtime.Poller[lbResult], error) {
-			return codecPut(ctx, l.codec, rg, name, "", func() ([]byte, error) { return encodeLB(&lb) },
-				decodeLB, func(lb armnetwork.LoadBalancer) lbResult { return lbResult{lb} },
-				func(lb *armnetwork.LoadBalancer) *armnetwork.ProvisioningState {
-					if lb.Properties == nil {
-						return nil
-					}
-					return lb.Properties.ProvisioningState
-				})
+			return codecPut(ctx, l.codec, rg, name, "", func() ([]byte, error) { return encodeLB(&lb) }, decodeLBResult)
 		})
 	if err != nil {
 		return nil, err
@@ -77,10 +70,20 @@ func (r *poolResult) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// decodePoolResult decodes a pool and reads its provisioningState.
+func decodePoolResult(b []byte) (poolResult, string, error) {
+	p, err := decodePool(b)
+	state := ""
+	if p.Properties != nil && p.Properties.ProvisioningState != nil {
+		state = string(*p.Properties.ProvisioningState)
+	}
+	return poolResult{p}, state, err
+}
+
 func (b *backendPoolClient) Get(ctx context.Context, rg, lb, pool string) (*armnetwork.BackendAddressPool, error) {
 	return get(ctx, b.base, rg, rg+"/"+lb+"/"+pool,
 		func(ctx context.Context) (poolResult, error) {
-			return codecGet(ctx, b.codec, rg, lb, pool, decodePool, func(p armnetwork.BackendAddressPool) poolResult { return poolResult{p} })
+			return codecGet(ctx, b.codec, rg, lb, pool, decodePoolResult)
 		},
 		func(r *poolResult) *armnetwork.BackendAddressPool { return &r.BackendAddressPool })
 }
@@ -98,14 +101,7 @@ func (b *backendPoolClient) List(ctx context.Context, rg, lb string) ([]*armnetw
 func (b *backendPoolClient) CreateOrUpdate(ctx context.Context, rg, lb, pool string, p armnetwork.BackendAddressPool, etag string) (*armnetwork.BackendAddressPool, error) {
 	resp, err := writeOrDone(ctx, b.base, opCreateOrUpdate, rg, rg+"/"+lb+"/"+pool, etag,
 		func(ctx context.Context) (*poolResult, *runtime.Poller[poolResult], error) {
-			return codecPut(ctx, b.codec, rg, lb, pool, func() ([]byte, error) { return encodePool(&p) },
-				decodePool, func(p armnetwork.BackendAddressPool) poolResult { return poolResult{p} },
-				func(p *armnetwork.BackendAddressPool) *armnetwork.ProvisioningState {
-					if p.Properties == nil {
-						return nil
-					}
-					return p.Properties.ProvisioningState
-				})
+			return codecPut(ctx, b.codec, rg, lb, pool, func() ([]byte, error) { return encodePool(&p) }, decodePoolResult)
 		})
 	if err != nil {
 		return nil, err
