@@ -43,10 +43,11 @@ func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
 // refused attempt as a request, and the SDK's logging follow): a replica frozen (SIGSTOP, a VM pause)
 // while a write waited there, or between two attempts of one write, is
 // asked again when it wakes, and by then its lease is stale. What remains is
-// the time between this check and the request reaching the socket, which
-// is not short: the HTTP/2 transport queues a request's headers behind
-// other requests' bodies. A freeze there sends the write after the freeze
-// ends (measured, docs/reliability.md#known-limits).
+// the time between this check and the request reaching the socket. It is
+// long enough that freezes land in it (measured,
+// docs/reliability.md#known-limits), probably because the HTTP/2 transport
+// queues a request's headers behind other requests' bodies. A freeze there
+// sends the write after the freeze ends.
 type fencePolicy struct {
 	fence *atomic.Pointer[WriteFence]
 }
