@@ -15,8 +15,9 @@ var ErrWriteFenced = errors.New("write refused: this replica is not the current 
 
 // WriteFence says whether this process may write to ARM now: nil allows,
 // an error refuses (and says why). It is called before every attempt of
-// every write request (PUT, PATCH, POST, DELETE), never for reads or
-// operation polls, and must be cheap and safe for concurrent use.
+// every write request (PUT, PATCH, POST, DELETE) and before each socket
+// write of it, never for reads or operation polls, and must be cheap and
+// safe for concurrent use.
 type WriteFence func() error
 
 // callPolicy runs once per method call, before the SDK retry loop: it starts
@@ -37,29 +38,39 @@ func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return req.Next()
 }
 
-// fencePolicy refuses a write attempt while the write fence is closed. It
-// runs for every attempt after the token, the throttle gate's wait and the
-// SDK's retry delay (only the metrics policy, which must not count a
-// refused attempt as a request, and the SDK's logging follow): a replica frozen (SIGSTOP, a VM pause)
+// fencePolicy refuses a write attempt while the write fence is closed and
+// marks the attempts it admits as writes (markWrite), so that the transport
+// NewClients builds sends them on fenced connections (armTransport). It runs
+// for every attempt after the token, the throttle gate's wait and the SDK's
+// retry delay (only the metrics policy, which must not count a refused
+// attempt as a request, and the SDK's logging follow): a replica frozen (SIGSTOP, a VM pause)
 // while a write waited there, or between two attempts of one write, is
-// asked again when it wakes, and by then its lease is stale. What remains is
-// the time between this check and the request reaching the socket. It is
-// long enough that freezes land in it (measured,
-// docs/reliability.md#known-limits), probably because the HTTP/2 transport
-// queues a request's headers behind other requests' bodies. A freeze there
-// sends the write after the freeze ends.
+// asked again when it wakes, and by then its lease is stale. A freeze after
+// this check, while the request passes the remaining policies and the HTTP
+// transport's queues, is caught by the fenced connection, which asks again
+// before each socket write. With an injected ClientOptions.Transport (tests)
+// only this check applies.
 type fencePolicy struct {
 	fence *atomic.Pointer[WriteFence]
 }
 
 func (p *fencePolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	if f := p.fence.Load(); f != nil && raw.Method != http.MethodGet && raw.Method != http.MethodHead {
-		if err := (*f)(); err != nil {
-			return nil, &fencedError{method: raw.Method, path: raw.URL.Path, err: err}
-		}
+	if raw.Method == http.MethodGet || raw.Method == http.MethodHead {
+		return req.Next()
 	}
-	return req.Next()
+	if err := p.allow(); err != nil {
+		return nil, &fencedError{method: raw.Method, path: raw.URL.Path, err: err}
+	}
+	return req.WithContext(markWrite(raw.Context())).Next()
+}
+
+// allow asks the installed fence, if any.
+func (p *fencePolicy) allow() error {
+	if f := p.fence.Load(); f != nil {
+		return (*f)()
+	}
+	return nil
 }
 
 // fencedError is a write the fence refused. It is final for the SDK retry
@@ -79,7 +90,8 @@ func (e *fencedError) Unwrap() []error { return []error{ErrWriteFenced, e.err} }
 func (e *fencedError) NonRetriable() {}
 
 // SetWriteFence installs (or, with nil, removes) the fence every attempt of
-// every write of every client passes just before it is sent. The controller manager installs one under
+// every write of every client passes just before it is sent, and every
+// socket write of it again (armTransport). The controller manager installs one under
 // leader election, so a replica that lost its lease (frozen, partitioned)
 // writes nothing even before it notices. Without a fence every write is
 // allowed.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -77,8 +76,9 @@ type ClientOptions struct {
 	// Default: the real clock.
 	Clock clock.PassiveClock
 	// Transport replaces the HTTP transport of both ARM and AAD requests.
-	// When set, caCertFile is not consulted. Default: the SDK's client, or
-	// one trusting caCertFile in addition to the system roots.
+	// When set, caCertFile is not consulted and writes are fenced only per
+	// attempt (fencePolicy), not per socket write. Default: armTransport,
+	// trusting the system roots plus caCertFile.
 	Transport policy.Transporter
 	// Credential replaces the credential built from azure.json.
 	Credential azcore.TokenCredential
@@ -111,7 +111,7 @@ type Clients struct {
 	subscriptionID string
 	cred           azcore.TokenCredential
 	armOptions     func(client string) *arm.ClientOptions
-	ownTransport   *http.Client
+	ownTransport   *armTransport
 	// fence is shared by the clients' pipelines (SetWriteFence).
 	fence *atomic.Pointer[WriteFence]
 }
@@ -173,13 +173,13 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	c := &Clients{subscriptionID: cfg.SubscriptionID, fence: &atomic.Pointer[WriteFence]{}}
 	transport := opts.Transport
 	if transport == nil {
-		hc, err := newHTTPClient(cfg.CACertFile)
+		base, err := newBaseTransport(cfg.CACertFile)
 		if err != nil {
 			return nil, fmt.Errorf("azure clients: %w", err)
 		}
-		if hc != nil {
-			transport, c.ownTransport = hc, hc
-		}
+		fp := &fencePolicy{fence: c.fence}
+		c.ownTransport = newARMTransport(base, fp.allow)
+		transport = c.ownTransport
 	}
 	coreOpts := azcore.ClientOptions{Cloud: cs.cloud, Transport: transport}
 	c.cred = opts.Credential

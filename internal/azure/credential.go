@@ -1,14 +1,10 @@
 package azure
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -98,33 +94,6 @@ func resolveCloud(a config.AuthConfig) (cloudSettings, error) {
 		return cloudSettings{}, fmt.Errorf("cloud %q has no Azure Resource Manager endpoint; set resourceManagerEndpoint", a.Cloud)
 	}
 	return cs, nil
-}
-
-// newHTTPClient returns the HTTP client for ARM and AAD when caCertFile is
-// set: the system roots plus the PEM bundle. It returns nil (the SDK's
-// default client) when caCertFile is empty.
-func newHTTPClient(caCertFile string) (*http.Client, error) {
-	if caCertFile == "" {
-		return nil, nil
-	}
-	pemBytes, err := os.ReadFile(caCertFile)
-	if err != nil {
-		return nil, fmt.Errorf("caCertFile: %w", err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pemBytes) {
-		return nil, fmt.Errorf("caCertFile %q contains no PEM certificate", caCertFile)
-	}
-	base, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return nil, errors.New("http.DefaultTransport is not an *http.Transport")
-	}
-	tr := base.Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: tr}, nil
 }
 
 // newCredential builds the azidentity credential azure.json asks for. copts

@@ -79,35 +79,36 @@ func writeFile(t testing.TB, name, content string) string {
 	return p
 }
 
-func TestNewHTTPClientCABundle(t *testing.T) {
+func TestNewBaseTransportCABundle(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	defer srv.Close()
 
-	if hc, err := newHTTPClient(""); hc != nil || err != nil {
-		t.Fatalf("empty caCertFile: %v, %v; want SDK default (nil, nil)", hc, err)
-	}
-	if _, err := newHTTPClient(filepath.Join(t.TempDir(), "missing.pem")); err == nil || !strings.Contains(err.Error(), "caCertFile") {
+	if _, err := newBaseTransport(filepath.Join(t.TempDir(), "missing.pem")); err == nil || !strings.Contains(err.Error(), "caCertFile") {
 		t.Errorf("missing file: %v, want an error naming caCertFile", err)
 	}
-	if _, err := newHTTPClient(writeFile(t, "junk.pem", "not a certificate")); err == nil || !strings.Contains(err.Error(), "contains no PEM certificate") {
+	if _, err := newBaseTransport(writeFile(t, "junk.pem", "not a certificate")); err == nil || !strings.Contains(err.Error(), "contains no PEM certificate") {
 		t.Errorf("junk file: %v", err)
 	}
 
-	// Without the bundle the server's private CA is not trusted.
-	plain := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	if resp, err := plain.Get(srv.URL); err == nil {
-		resp.Body.Close()
-		t.Fatal("untrusted server accepted without CA bundle")
-	}
-	plain.CloseIdleConnections()
-
-	pemText := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
-	hc, err := newHTTPClient(writeFile(t, "ca.pem", pemText))
+	// Without the bundle (the system roots only) the server's private CA
+	// is not trusted.
+	plain, err := newBaseTransport("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Get(srv.URL)
+	defer plain.CloseIdleConnections()
+	if resp, err := (&http.Client{Transport: plain}).Get(srv.URL); err == nil {
+		resp.Body.Close()
+		t.Fatal("untrusted server accepted without CA bundle")
+	}
+
+	pemText := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	tr, err := newBaseTransport(writeFile(t, "ca.pem", pemText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 	if err != nil {
 		t.Fatalf("GET with CA bundle: %v", err)
 	}

@@ -12,6 +12,12 @@
 //     (workload identity, managed identity or client secret, through
 //     azidentity), an optional CA bundle (caCertFile) trusted for ARM and AAD
 //     in addition to the system roots. There is no emulator-specific path.
+//   - Write fence (SetWriteFence, installed under leader election): every
+//     attempt of every write (not reads, polls or token requests) asks it
+//     before it is sent (fencePolicy) and, with the transport NewClients
+//     builds (armTransport), before each socket write again: writes use
+//     their own HTTP/1.1 connections whose Write asks the fence. A refusal
+//     is final and unwraps to ErrWriteFenced.
 //   - Writes (CreateOrUpdate, Delete) send If-Match when given an etag, wait
 //     for the long-running operation and return the final resource. List
 //     follows nextLink to the end.

@@ -32,6 +32,8 @@ func (p *metricsPolicy) Do(req *policy.Request) (*http.Response, error) {
 	switch {
 	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		metrics.CountAPIRequestError(l, "canceled")
+	case err != nil && errors.Is(err, ErrWriteFenced):
+		metrics.CountAPIRequestError(l, "fenced") // refused at the socket (armTransport)
 	case err != nil:
 		metrics.CountAPIRequestError(l, "transport")
 	case resp.StatusCode >= http.StatusBadRequest:
