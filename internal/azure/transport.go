@@ -122,7 +122,7 @@ func (t *armTransport) Do(req *http.Request) (*http.Response, error) {
 		return nil, &fencedError{method: req.Method, path: req.URL.Path, err: fmt.Errorf("at the socket: %w", sf.err)}
 	}
 	if ferr := t.fence(); ferr != nil {
-		return nil, &fencedError{method: req.Method, path: req.URL.Path, err: fmt.Errorf("at the socket: %w (the write failed: %v)", ferr, err)}
+		return nil, &fencedError{method: req.Method, path: req.URL.Path, err: fmt.Errorf("at the socket: %w (the write failed: %w)", ferr, err)}
 	}
 	return nil, err
 }

@@ -39,8 +39,13 @@ func newH2Server(t *testing.T, h http.Handler) (*httptest.Server, *http.Transpor
 	return srv, base
 }
 
-func newRequest(t *testing.T, ctx context.Context, method, url string, body io.Reader) *http.Request {
+// newRequest builds a request, marked as an ARM write when write is set.
+func newRequest(t *testing.T, write bool, method, url string, body io.Reader) *http.Request {
 	t.Helper()
+	ctx := context.Background()
+	if write {
+		ctx = markWrite(ctx)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		t.Fatal(err)
@@ -60,11 +65,10 @@ func TestARMTransportRoutesWrites(t *testing.T) {
 	}))
 	tr := newARMTransport(base, func() error { return nil })
 	defer tr.CloseIdleConnections()
-	ctx := context.Background()
 	for _, req := range []*http.Request{
-		newRequest(t, ctx, http.MethodGet, srv.URL, nil),
-		newRequest(t, ctx, http.MethodPost, srv.URL, bytes.NewReader([]byte("grant_type=client_credentials"))),
-		newRequest(t, markWrite(ctx), http.MethodPut, srv.URL, bytes.NewReader([]byte("{}"))),
+		newRequest(t, false, http.MethodGet, srv.URL, nil),
+		newRequest(t, false, http.MethodPost, srv.URL, bytes.NewReader([]byte("grant_type=client_credentials"))),
+		newRequest(t, true, http.MethodPut, srv.URL, bytes.NewReader([]byte("{}"))),
 	} {
 		resp, err := tr.Do(req)
 		if err != nil {
@@ -121,7 +125,7 @@ func TestSocketFenceCutsAWriteMidBody(t *testing.T) {
 		}
 		_ = pw.Close()
 	}()
-	resp, err := tr.Do(newRequest(t, markWrite(context.Background()), http.MethodPut, srv.URL, pr))
+	resp, err := tr.Do(newRequest(t, true, http.MethodPut, srv.URL, pr))
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("a write whose fence closed mid-body succeeded")
