@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/azlb/azlb/internal/metrics"
 )
 
 // ErrWriteFenced is what every write returns while the write fence is
@@ -52,6 +54,9 @@ func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
 // only this check applies.
 type fencePolicy struct {
 	fence *atomic.Pointer[WriteFence]
+	// labels count a refusal as an API request error with code "fenced",
+	// as the socket's refusals are (metricsPolicy).
+	labels labels
 }
 
 func (p *fencePolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -60,6 +65,7 @@ func (p *fencePolicy) Do(req *policy.Request) (*http.Response, error) {
 		return req.Next()
 	}
 	if err := p.allow(); err != nil {
+		metrics.CountAPIRequestError(p.labels.forRequest(raw), "fenced")
 		return nil, &fencedError{method: raw.Method, path: raw.URL.Path, err: err}
 	}
 	return req.WithContext(markWrite(raw.Context())).Next()

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/azlb/azlb/internal/metrics"
 )
 
 // userAgent starts the User-Agent of every request, reads and writes
@@ -43,7 +47,8 @@ func TestUserAgentStartsEveryRequest(t *testing.T) {
 // retry it.
 func TestWriteFence(t *testing.T) {
 	f := newFakeARM(t)
-	c := newFakeClients(t, f, fakeConfig(f.srv.URL), uniqueSource("test-fence"))
+	src := uniqueSource("test-fence")
+	c := newFakeClients(t, f, fakeConfig(f.srv.URL), src)
 	ctx := context.Background()
 	var calls atomic.Int32
 	reason := errors.New("lease renewed 12s ago, renew deadline 10s")
@@ -71,6 +76,14 @@ func TestWriteFence(t *testing.T) {
 	}
 	if Classify(err) != ClassOther {
 		t.Errorf("fenced write classified %v, want final (other)", Classify(err))
+	}
+	fenced, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, metrics.APIRequestErrorsName,
+		map[string]string{"source": src, "code": "fenced"}, "request")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fenced["loadbalancer_create_or_update"] != 1 || fenced["loadbalancer_delete"] != 1 {
+		t.Errorf("api_request_errors{code=fenced} by request = %v, want each refusal counted once", fenced)
 	}
 
 	c.SetWriteFence(func() error { return nil })

@@ -209,7 +209,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		o.PerCallPolicies = []policy.Policy{&callPolicy{userAgent: cfg.UserAgent}}
 		o.PerRetryPolicies = []policy.Policy{
 			newThrottlePolicy(client, clk, l),
-			&fencePolicy{fence: c.fence}, // after every wait: see fencePolicy
+			&fencePolicy{fence: c.fence, labels: l}, // after every wait: see fencePolicy
 			&metricsPolicy{clock: clk, labels: l},
 		}
 		return o

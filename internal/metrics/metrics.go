@@ -72,7 +72,7 @@ var (
 		Namespace:      Namespace,
 		Subsystem:      Subsystem,
 		Name:           "api_request_errors",
-		Help:           "Number of ARM HTTP requests that failed, by ARM error code (or HTTP status, or 'transport', or 'fenced' for a write the leader fence refused at the socket).",
+		Help:           "Number of ARM HTTP requests that failed, by ARM error code (or HTTP status, or 'transport', or 'fenced' for a write the leader fence refused).",
 		StabilityLevel: metrics.ALPHA,
 	}, errorLabels)
 

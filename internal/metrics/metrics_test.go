@@ -198,7 +198,7 @@ func TestSeriesNamesOnLegacyRegistry(t *testing.T) {
 # HELP cloudprovider_azure_op_failure_count [ALPHA] Number of logical Azure operations that ended in a terminal failure.
 # TYPE cloudprovider_azure_op_failure_count counter
 cloudprovider_azure_op_failure_count{request="names",resource_group="rg",source="test-names",subscription_id="sub"} 1
-# HELP cloudprovider_azure_api_request_errors [ALPHA] Number of ARM HTTP requests that failed, by ARM error code (or HTTP status, or 'transport', or 'fenced' for a write the leader fence refused at the socket).
+# HELP cloudprovider_azure_api_request_errors [ALPHA] Number of ARM HTTP requests that failed, by ARM error code (or HTTP status, or 'transport', or 'fenced' for a write the leader fence refused).
 # TYPE cloudprovider_azure_api_request_errors counter
 cloudprovider_azure_api_request_errors{code="Conflict",request="names",resource_group="rg",source="test-names",subscription_id="sub"} 1
 `
