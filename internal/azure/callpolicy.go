@@ -44,8 +44,9 @@ func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
 // marks the attempts it admits as writes (markWrite), so that the transport
 // NewClients builds sends them on fenced connections (armTransport). It runs
 // for every attempt after the token, the throttle gate's wait and the SDK's
-// retry delay (only the metrics policy, which must not count a refused
-// attempt as a request, and the SDK's logging follow): a replica frozen (SIGSTOP, a VM pause)
+// retry delay (only the metrics policy, which must not time a refused
+// attempt as a request, and the SDK's logging follow; a refusal is counted
+// as an API request error with code "fenced"): a replica frozen (SIGSTOP, a VM pause)
 // while a write waited there, or between two attempts of one write, is
 // asked again when it wakes, and by then its lease is stale. A freeze after
 // this check, while the request passes the remaining policies and the HTTP
@@ -53,7 +54,7 @@ func (p *callPolicy) Do(req *policy.Request) (*http.Response, error) {
 // before each socket write. With an injected ClientOptions.Transport (tests)
 // only this check applies.
 type fencePolicy struct {
-	fence *atomic.Pointer[WriteFence]
+	fence *fenceSlot
 	// labels count a refusal as an API request error with code "fenced",
 	// as the socket's refusals are (metricsPolicy).
 	labels labels
@@ -64,16 +65,20 @@ func (p *fencePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if raw.Method == http.MethodGet || raw.Method == http.MethodHead {
 		return req.Next()
 	}
-	if err := p.allow(); err != nil {
+	if err := p.fence.allow(); err != nil {
 		metrics.CountAPIRequestError(p.labels.forRequest(raw), "fenced")
 		return nil, &fencedError{method: raw.Method, path: raw.URL.Path, err: err}
 	}
 	return req.WithContext(markWrite(raw.Context())).Next()
 }
 
-// allow asks the installed fence, if any.
-func (p *fencePolicy) allow() error {
-	if f := p.fence.Load(); f != nil {
+// fenceSlot holds the write fence SetWriteFence installed, if any. The
+// pipelines' fencePolicy and the write transport (armTransport) ask it.
+type fenceSlot struct{ f atomic.Pointer[WriteFence] }
+
+// allow asks the installed fence; without one every write is allowed.
+func (s *fenceSlot) allow() error {
+	if f := s.f.Load(); f != nil {
 		return (*f)()
 	}
 	return nil
@@ -103,8 +108,8 @@ func (e *fencedError) NonRetriable() {}
 // allowed.
 func (c *Clients) SetWriteFence(f WriteFence) {
 	if f == nil {
-		c.fence.Store(nil)
+		c.fence.f.Store(nil)
 		return
 	}
-	c.fence.Store(&f)
+	c.fence.f.Store(&f)
 }

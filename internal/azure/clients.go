@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -112,8 +111,9 @@ type Clients struct {
 	cred           azcore.TokenCredential
 	armOptions     func(client string) *arm.ClientOptions
 	ownTransport   *armTransport
-	// fence is shared by the clients' pipelines (SetWriteFence).
-	fence *atomic.Pointer[WriteFence]
+	// fence is shared by the clients' pipelines and the write transport
+	// (SetWriteFence).
+	fence *fenceSlot
 }
 
 // String describes the clients without any credential material.
@@ -170,15 +170,14 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	if err != nil {
 		return nil, fmt.Errorf("azure clients: %w", err)
 	}
-	c := &Clients{subscriptionID: cfg.SubscriptionID, fence: &atomic.Pointer[WriteFence]{}}
+	c := &Clients{subscriptionID: cfg.SubscriptionID, fence: &fenceSlot{}}
 	transport := opts.Transport
 	if transport == nil {
 		base, err := newBaseTransport(cfg.CACertFile)
 		if err != nil {
 			return nil, fmt.Errorf("azure clients: %w", err)
 		}
-		fp := &fencePolicy{fence: c.fence}
-		c.ownTransport = newARMTransport(base, fp.allow)
+		c.ownTransport = newARMTransport(base, c.fence.allow)
 		transport = c.ownTransport
 	}
 	coreOpts := azcore.ClientOptions{Cloud: cs.cloud, Transport: transport}
