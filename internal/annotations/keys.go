@@ -25,6 +25,16 @@ const (
 	KeyProbeNumOfProbe            = Prefix + "azure-load-balancer-health-probe-num-of-probe"
 )
 
+// Access-control keys: recognised here, parsed and validated by
+// internal/accesscontrol (an invalid value there fails closed instead of
+// failing the reconcile).
+const (
+	KeyAllowedIPRanges     = Prefix + "azure-allowed-ip-ranges"
+	KeyAllowedServiceTags  = Prefix + "azure-allowed-service-tags"
+	KeyDenyAllExceptRanges = Prefix + "azure-deny-all-except-load-balancer-source-ranges"
+	KeyDisableNSGRule      = Prefix + "azure-disable-load-balancer-nsg-rule"
+)
+
 // Per-port annotation suffixes; the full key is PortKey(port, suffix), i.e.
 // service.beta.kubernetes.io/port_{port}_{suffix} where {port} is the
 // Service port number (spec.ports[].port).

@@ -114,6 +114,12 @@ var serviceWide = map[string]func(p *parser, key, value string){
 	},
 }
 
+func init() {
+	for _, k := range []string{KeyAllowedIPRanges, KeyAllowedServiceTags, KeyDenyAllExceptRanges, KeyDisableNSGRule} {
+		serviceWide[strings.TrimPrefix(k, Prefix)] = func(*parser, string, string) {} // internal/accesscontrol
+	}
+}
+
 // Parse reads and validates the load balancer annotations of svc. On any
 // problem it returns nil and errors.Join of one *Error per problem, in key
 // order, each naming the key, the value and the rule broken. Keys outside

@@ -98,6 +98,9 @@ type Clients struct {
 	BackendPool  BackendPoolClient
 	PublicIP     PublicIPClient
 	Subnet       SubnetClient
+	// SecurityGroup writes the inbound rules of Services (one writer:
+	// internal/securitygroup).
+	SecurityGroup SecurityGroupClient
 	// Compute and network interface clients (node lifecycle, NIC-based
 	// pools).
 	ScaleSet   ScaleSetClient
@@ -257,6 +260,11 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		c.Subnet = &subnetClient{base: newBase(ClientSubnet), c: sn}
 	}
 	if err == nil {
+		var nsg *armnetwork.SecurityGroupsClient
+		nsg, err = armnetwork.NewSecurityGroupsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientSecurityGroup))
+		c.SecurityGroup = &securityGroupClient{base: newBase(ClientSecurityGroup), c: nsg}
+	}
+	if err == nil {
 		var sg *armnetwork.ServiceGatewaysClient
 		sg, err = armnetwork.NewServiceGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientServiceGateway))
 		c.ServiceGateway = &serviceGatewayClient{base: newBase(ClientServiceGateway), c: sg}
@@ -294,6 +302,8 @@ func metricName(client string) string {
 		return "interface"
 	case ClientServiceGateway:
 		return "servicegateway"
+	case ClientSecurityGroup:
+		return "securitygroup"
 	}
 	return client
 }

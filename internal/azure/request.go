@@ -20,6 +20,7 @@ const (
 	ClientVM              = "virtualMachine"
 	ClientInterface       = "interface"
 	ClientServiceGateway  = "serviceGateway"
+	ClientSecurityGroup   = "securityGroup"
 )
 
 // requestInfo travels in the request context from a client method to the

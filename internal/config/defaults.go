@@ -104,6 +104,9 @@ func (c *Config) SetDefaults() {
 	if c.VnetResourceGroup == "" {
 		c.VnetResourceGroup = c.ResourceGroup
 	}
+	if c.SecurityGroupResourceGroup == "" {
+		c.SecurityGroupResourceGroup = c.ResourceGroup
+	}
 	if c.LoadBalancerResourceGroup == "" {
 		c.LoadBalancerResourceGroup = c.ResourceGroup
 	}

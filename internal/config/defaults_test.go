@@ -29,6 +29,7 @@ func TestSetDefaultsEmpty(t *testing.T) {
 		{"rate limit", c.RateLimitConfig, RateLimitConfig{CloudProviderRateLimitQPS: 1, CloudProviderRateLimitBucket: 5, CloudProviderRateLimitQPSWrite: 1, CloudProviderRateLimitBucketWrite: 5}},
 		{"vnetResourceGroup", c.VnetResourceGroup, "rg"},
 		{"loadBalancerResourceGroup", c.LoadBalancerResourceGroup, "rg"},
+		{"securityGroupResourceGroup", c.SecurityGroupResourceGroup, "rg"},
 		{"admin state stays nil", c.EnableLoadBalancerAdminState, (*bool)(nil)},
 		{"admin state enabled", c.AdminStateEnabled(), true},
 		{"no per-client stanza invented", c.LoadBalancerRateLimit, (*RateLimitConfig)(nil)},
@@ -46,7 +47,7 @@ func TestSetDefaultsKeepsExplicitValues(t *testing.T) {
 		LoadBalancerBackendPoolUpdateIntervalInSeconds: 5, LoadBalancerCacheTTLInSeconds: 7, MaximumLoadBalancerRuleCount: 9,
 		ClusterServiceLoadBalancerHealthProbeMode: "shared", ClusterServiceSharedLoadBalancerHealthProbePort: 81,
 		ClusterServiceSharedLoadBalancerHealthProbePath: "/ready", ResourceGroup: "rg", VnetResourceGroup: "vnet-rg",
-		LoadBalancerResourceGroup: "lb-rg", VMCacheTTLInSeconds: 11,
+		LoadBalancerResourceGroup: "lb-rg", VMCacheTTLInSeconds: 11, SecurityGroupResourceGroup: "nsg-rg",
 	}
 	c.Cloud = "AzureChinaCloud"
 	c.BackoffConfig = BackoffConfig{CloudProviderBackoffRetries: 1, CloudProviderBackoffExponent: 2, CloudProviderBackoffDuration: 3, CloudProviderBackoffJitter: 0.5}

@@ -125,7 +125,12 @@ type Config struct {
 	VnetName          string `json:"vnetName,omitempty"`
 	VnetResourceGroup string `json:"vnetResourceGroup,omitempty"`
 	SubnetName        string `json:"subnetName,omitempty"`
-	SecurityGroupName string `json:"securityGroupName,omitempty"`
+	// SecurityGroupName names the network security group that azlb writes
+	// the inbound rules of LoadBalancer Services into
+	// (docs/security-groups.md); SecurityGroupResourceGroup is its resource
+	// group (default: ResourceGroup).
+	SecurityGroupName          string `json:"securityGroupName,omitempty"`
+	SecurityGroupResourceGroup string `json:"securityGroupResourceGroup,omitempty"`
 
 	// ClusterName names the default load balancer and the cluster backend
 	// pool, and is the value of the cluster tag on owned public IPs. The

@@ -1,0 +1,267 @@
+package securitygroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/metrics"
+)
+
+// MaxConflictRetries bounds how often a round re-reads the NSG after a 412
+// or 409.
+const MaxConflictRetries = 2
+
+// LockName labels the writer's queue in
+// cloudprovider_azure_lock_wait_duration_seconds.
+const LockName = "securitygroup"
+
+// ErrStopped is returned for edits not written because Run ended (or had
+// not started and was stopped).
+var ErrStopped = errors.New("securitygroup: not writing: the writer is stopped (not leading)")
+
+// NotFoundError reports that the NSG named in azure.json does not exist.
+type NotFoundError struct{ ResourceGroup, Name string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("network security group %s in resource group %s (azure.json securityGroupName, securityGroupResourceGroup) does not exist", e.Name, e.ResourceGroup)
+}
+
+// Options are the collaborators of a Store.
+type Options struct {
+	Client        azure.SecurityGroupClient
+	ResourceGroup string
+	Name          string
+	// Clock drives the wait metric. Default: the real clock.
+	Clock clock.PassiveClock
+}
+
+// Result is what became of one Edit.
+type Result struct {
+	// Written: a PUT holding this edit's change succeeded.
+	Written bool
+	// Changed: the edit changed azlb's rules (false: the NSG already held
+	// what it asks for).
+	Changed bool
+}
+
+// Store is the one writer of the NSG; see the package documentation.
+type Store struct {
+	client azure.SecurityGroupClient
+	rg     string
+	name   string
+	clock  clock.PassiveClock
+
+	mu      sync.Mutex
+	pending []*request
+	wake    chan struct{}
+	state   int // 0 not started, 1 running, 2 stopped
+}
+
+type request struct {
+	edit    *Edit
+	ctx     context.Context
+	started bool
+	done    chan struct{}
+	res     Result
+	err     error
+}
+
+// New builds a Store; call Run to let it write.
+func New(o Options) (*Store, error) {
+	if o.Client == nil || o.Name == "" || o.ResourceGroup == "" {
+		return nil, errors.New("securitygroup: Client, ResourceGroup and Name are required")
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Store{client: o.Client, rg: o.ResourceGroup, name: o.Name, clock: clk, wake: make(chan struct{}, 1)}, nil
+}
+
+// Name is the NSG's name and resource group, for messages.
+func (s *Store) Name() (resourceGroup, name string) { return s.rg, s.name }
+
+// Update queues one edit and waits for the round that writes it. ctx
+// bounds the wait: an edit whose ctx ends before its round starts is
+// dropped.
+func (s *Store) Update(ctx context.Context, e Edit) (Result, error) {
+	r := &request{edit: &e, ctx: ctx, done: make(chan struct{})}
+	queued := s.clock.Now()
+	s.mu.Lock()
+	if s.state == 2 {
+		s.mu.Unlock()
+		return Result{}, ErrStopped
+	}
+	s.pending = append(s.pending, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		if !r.started {
+			for i, p := range s.pending {
+				if p == r {
+					s.pending = append(s.pending[:i], s.pending[i+1:]...)
+					break
+				}
+			}
+			s.mu.Unlock()
+			return Result{}, ctx.Err()
+		}
+		s.mu.Unlock()
+		<-r.done
+	}
+	metrics.ObserveLockWait(LockName, e.Service, s.clock.Since(queued))
+	return r.res, r.err
+}
+
+// Collect removes from azlb's rules every destination live reports gone.
+func (s *Store) Collect(ctx context.Context, live func(destination string) bool) (Result, error) {
+	return s.Update(ctx, Edit{Service: "(collect)", Live: live})
+}
+
+// Run writes queued edits until ctx ends.
+func (s *Store) Run(ctx context.Context) {
+	log := klog.FromContext(ctx).WithName("securitygroup")
+	ctx = klog.NewContext(ctx, log)
+	s.mu.Lock()
+	if s.state != 0 {
+		s.mu.Unlock()
+		log.Error(nil, "Run called twice; ignoring the second call")
+		return
+	}
+	s.state = 1
+	s.mu.Unlock()
+	defer s.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		for {
+			taken := s.take()
+			if len(taken) == 0 {
+				break
+			}
+			s.round(ctx, taken)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Store) stop() {
+	s.mu.Lock()
+	s.state = 2
+	left := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, r := range left {
+		r.err = ErrStopped
+		close(r.done)
+	}
+}
+
+func (s *Store) take() []*request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*request
+	for _, r := range s.pending {
+		if r.ctx.Err() != nil {
+			r.err = r.ctx.Err()
+			close(r.done)
+			continue
+		}
+		r.started = true
+		out = append(out, r)
+	}
+	s.pending = nil
+	return out
+}
+
+// round reads the NSG, applies every edit and writes it at most once (plus
+// conflict retries).
+func (s *Store) round(ctx context.Context, reqs []*request) {
+	log := klog.FromContext(ctx)
+	defer func() {
+		for _, r := range reqs {
+			close(r.done)
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		sg, err := s.client.Get(ctx, s.rg, s.name)
+		if err != nil {
+			if azure.Classify(err) == azure.ClassStale {
+				err = &NotFoundError{ResourceGroup: s.rg, Name: s.name}
+			} else {
+				err = fmt.Errorf("read network security group %s: %w", s.name, err)
+			}
+			for _, r := range reqs {
+				r.err = err
+			}
+			return
+		}
+		m := newModel(sg)
+		ok := make([]*request, 0, len(reqs))
+		for _, r := range reqs {
+			r.err, r.res = nil, Result{}
+			next := m.clone()
+			next.apply(r.edit)
+			rules, changed, err := next.render(r.edit.Service)
+			if err == nil {
+				err = checkLimits(r.edit.Service, rules)
+			}
+			if err != nil {
+				r.err = err
+				continue
+			}
+			_ = changed
+			r.res.Changed = next.fingerprint() != m.fingerprint()
+			m = next
+			ok = append(ok, r)
+		}
+		rules, changed, err := m.render("")
+		if err != nil || !changed {
+			if err != nil { // cannot happen: every edit kept rendered
+				for _, r := range ok {
+					r.err = err
+				}
+			}
+			return
+		}
+		out := *sg
+		props := *sg.Properties
+		props.SecurityRules = rules
+		out.Properties = &props
+		_, err = s.client.CreateOrUpdate(ctx, s.rg, s.name, out, ptr.Deref(sg.Etag, ""))
+		if err == nil {
+			for _, r := range ok {
+				r.res.Written = true
+			}
+			log.V(2).Info("Wrote network security group", "name", s.name, "edits", len(ok), "rules", len(rules))
+			return
+		}
+		if azure.Classify(err) == azure.ClassConflict && attempt < MaxConflictRetries {
+			log.V(2).Info("Network security group changed since read; reading it again", "name", s.name, "err", err)
+			continue
+		}
+		err = fmt.Errorf("write network security group %s: %w", s.name, err)
+		for _, r := range ok {
+			r.err = err
+		}
+		return
+	}
+}
