@@ -37,10 +37,13 @@ const (
 	Location       = "eastus"
 	VnetName       = "azlb-vnet"
 	SubnetName     = "azlb-subnet"
-	VnetCIDR       = "10.0.0.0/8"
-	SubnetCIDR     = "10.240.0.0/16"
-	VnetCIDRv6     = "fd00:10::/48"
-	SubnetCIDRv6   = "fd00:10::/64"
+	// SecurityGroupName is the NSG on the subnet: Azure's default rules
+	// only until the controller writes Services' rules into it.
+	SecurityGroupName = "azlb-nsg"
+	VnetCIDR          = "10.0.0.0/8"
+	SubnetCIDR        = "10.240.0.0/16"
+	VnetCIDRv6        = "fd00:10::/48"
+	SubnetCIDRv6      = "fd00:10::/64"
 )
 
 // Env is a running, seeded emulator and the configuration that reaches it.
@@ -170,6 +173,7 @@ func ConfigJSON(url, caFile string) []byte {
 		"location":                     Location,
 		"vnetName":                     VnetName,
 		"subnetName":                   SubnetName,
+		"securityGroupName":            SecurityGroupName,
 		"loadBalancerSku":              "standard",
 		"loadBalancerBackendPoolConfigurationType": "nodeIP",
 	}
@@ -202,6 +206,10 @@ func (e *Env) Seed(ctx context.Context) error {
 	if len(network.VnetPrefixes) == 0 {
 		network = DefaultNetwork
 	}
+	nsg, err := e.seedSecurityGroup(ctx, clients)
+	if err != nil {
+		return err
+	}
 	vnets, err := armnetwork.NewVirtualNetworksClient(SubscriptionID, clients.Credential(), clients.ARMClientOptions("devenv-vnet"))
 	if err != nil {
 		return err
@@ -213,7 +221,8 @@ func (e *Env) Seed(ctx context.Context) error {
 			Subnets: []*armnetwork.Subnet{{
 				Name: to.Ptr(SubnetName),
 				Properties: &armnetwork.SubnetPropertiesFormat{
-					AddressPrefixes: to.SliceOfPtrs(network.SubnetPrefixes...),
+					AddressPrefixes:      to.SliceOfPtrs(network.SubnetPrefixes...),
+					NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: nsg.ID},
 				},
 			}},
 		},
@@ -264,3 +273,20 @@ func (e *Env) HTTPClient() *http.Client {
 // runtimePollOptions polls seeding operations once a second (the
 // emulator completes them on the first poll).
 var runtimePollOptions = runtime.PollUntilDoneOptions{Frequency: time.Second}
+
+// seedSecurityGroup creates the subnet's NSG (Azure's default rules only)
+// unless it exists; an existing one keeps its rules.
+func (e *Env) seedSecurityGroup(ctx context.Context, clients *azure.Clients) (*armnetwork.SecurityGroup, error) {
+	sg, err := clients.SecurityGroup.Get(ctx, ResourceGroup, SecurityGroupName)
+	if err == nil {
+		return sg, nil
+	}
+	if azure.Classify(err) != azure.ClassStale {
+		return nil, fmt.Errorf("seed network security group: %w", err)
+	}
+	sg, err = clients.SecurityGroup.CreateOrUpdate(ctx, ResourceGroup, SecurityGroupName, armnetwork.SecurityGroup{Location: to.Ptr(Location)}, "")
+	if err != nil {
+		return nil, fmt.Errorf("seed network security group: %w", err)
+	}
+	return sg, nil
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/leaderfence"
 	"github.com/azlb/azlb/internal/nicpool"
+	"github.com/azlb/azlb/internal/securitygroup"
 )
 
 // ProviderName is the cloud provider name azlb registers (--cloud-provider).
@@ -42,6 +43,9 @@ type Cloud struct {
 	// Store is the one reader and writer of load balancers and backend
 	// pools; Initialize starts its writer.
 	Store *lbstore.Store
+	// SecurityGroups is the one writer of the NSG (nil: none configured);
+	// Initialize starts it.
+	SecurityGroups *securitygroup.Store
 	// Inventory reads the VMs behind nodes.
 	Inventory *compute.Inventory
 	instances *Instances
@@ -101,13 +105,20 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Inventory: inv, PutVMSSVMBatchSize: cfg.PutVMSSVMBatchSize})
+	var sg *securitygroup.Store
+	if cfg.SecurityGroupName != "" && !cfg.PodIPMode() {
+		if sg, err = securitygroup.New(securitygroup.Options{Client: clients.SecurityGroup,
+			ResourceGroup: cfg.SecurityGroupResourceGroup, Name: cfg.SecurityGroupName}); err != nil {
+			return nil, err
+		}
+	}
+	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Inventory: inv, PutVMSSVMBatchSize: cfg.PutVMSSVMBatchSize, SecurityGroups: sg})
 	if err != nil {
 		return nil, err
 	}
 	dec.w = p.nicPools
 	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
-	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store, Inventory: inv, instances: NewInstances(inv, 0)}, nil
+	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store, SecurityGroups: sg, Inventory: inv, instances: NewInstances(inv, 0)}, nil
 }
 
 // storeDecoupler lets the store take a load balancer's pools out of scale
@@ -151,6 +162,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		c.fence.Start(ctx)
 	}
 	go c.Store.Run(ctx)
+	if c.SecurityGroups != nil {
+		go c.SecurityGroups.Run(ctx)
+	}
 }
 
 // UseWriteFence makes every ARM write of the cloud's clients pass the

@@ -11,6 +11,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/accesscontrol"
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/migration"
@@ -87,7 +88,33 @@ func (p *Provider) update(ctx context.Context, svc *v1.Service, nodes []*v1.Node
 		logger(ctx).V(2).Info("No load balancer serves the Service: nothing to update", "service", names.ServiceKey(svc))
 		return nil
 	}
-	return p.reconcileServicePools(ctx, callerUpdate, lbName, svc, nodes, serviceFamilies(svc))
+	if err := p.reconcileServicePools(ctx, callerUpdate, lbName, svc, nodes, serviceFamilies(svc)); err != nil {
+		return err
+	}
+	return p.updateNodeSecurityRules(ctx, svc, lb, nodes)
+}
+
+// updateNodeSecurityRules follows the nodes in the rules of a Service with
+// floating IP off (their destinations are the nodes' addresses). Services
+// whose settings are invalid are left to EnsureLoadBalancer, which reports
+// them.
+func (p *Provider) updateNodeSecurityRules(ctx context.Context, svc *v1.Service, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
+	if p.sg == nil {
+		return nil
+	}
+	spec, err := annotations.Parse(svc)
+	if err != nil || spec.EnableFloatingIP {
+		return nil
+	}
+	acc, err := accesscontrol.Parse(svc, spec.Internal, spec.EnableFloatingIP)
+	if err != nil {
+		return nil
+	}
+	frontends, err := p.frontendAddresses(ctx, svc, lb)
+	if err != nil {
+		return err
+	}
+	return p.ensureSecurityRules(ctx, svc, spec, acc, frontends, nodes)
 }
 
 // servicePoolNames are the pools the Service's rules send traffic to: its
@@ -129,6 +156,9 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 		return err
 	}
 	base := names.FrontendBase(svc)
+	if err := p.releaseSecurityRules(ctx, svc); err != nil {
+		return err
+	}
 	if err := p.removeFromLBs(ctx, callerDeleted, svc, ""); err != nil {
 		return err
 	}
@@ -152,6 +182,10 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	}
 	if len(spec.Unsupported) > 0 {
 		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
+	}
+	acc, err := p.accessOf(svc, spec)
+	if err != nil {
+		return nil, err
 	}
 	families := serviceFamilies(svc)
 	lbName, configName, err := p.chooseLB(ctx, svc, spec)
@@ -246,6 +280,9 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		for _, fam := range families {
 			ingress[fam] = frontendPrivateIP(lb, names.Frontend(svc, fam))
 		}
+	}
+	if err := p.ensureSecurityRules(ctx, svc, spec, acc, ingress, nodes); err != nil {
+		return nil, err
 	}
 	return ingressStatus(families, ingress), nil
 }

@@ -59,7 +59,27 @@ func (p *Provider) ensureStarted(ctx context.Context) error {
 	if err := p.ensureMigrated(ctx); err != nil {
 		return err
 	}
-	return p.ensureRebuilt(ctx)
+	if err := p.ensureRebuilt(ctx); err != nil {
+		return err
+	}
+	p.ensureCollected(ctx)
+	return nil
+}
+
+// ensureCollected removes, once per start, the NSG destinations of
+// Services deleted while no controller ran. A failure is logged and tried
+// again at the next reconcile; it never blocks one.
+func (p *Provider) ensureCollected(ctx context.Context) {
+	p.collectMu.Lock()
+	defer p.collectMu.Unlock()
+	if p.collected || p.sg == nil {
+		return
+	}
+	if err := p.collectSecurityRules(ctx); err != nil {
+		logger(ctx).Error(err, "Collecting stale destinations from the network security group; retried at the next reconcile")
+		return
+	}
+	p.collected = true
 }
 
 func (p *Provider) ensureMigrated(ctx context.Context) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/nicpool"
 	"github.com/azlb/azlb/internal/placement"
+	"github.com/azlb/azlb/internal/securitygroup"
 )
 
 // Event reasons azlb records on Services and nodes. Admin-state and
@@ -65,6 +66,11 @@ type Options struct {
 	// write their membership (NIC-based pools). nil: only IP-based pools
 	// work.
 	Inventory *compute.Inventory
+	// SecurityGroups writes the inbound rules of Services into the NSG
+	// named in azure.json (NewCloud sets it whenever securityGroupName is
+	// set). nil: no rule is written, and a Service that restricts its
+	// sources is refused.
+	SecurityGroups *securitygroup.Store
 	// PutVMSSVMBatchSize is how many VMs of an aks-managed-coordination
 	// scale set join a NIC-based pool at once.
 	PutVMSSVMBatchSize int
@@ -87,6 +93,10 @@ type Provider struct {
 
 	inventory *compute.Inventory
 	nicPools  *nicpool.Writer
+	sg        *securitygroup.Store // nil: no NSG configured
+
+	collectMu sync.Mutex
+	collected bool
 
 	namespaces   corelisters.NamespaceLister
 	nodes        corelisters.NodeLister // nil: trust the nodes passed in
@@ -132,6 +142,7 @@ func New(opts Options) (*Provider, error) {
 		nodes:        opts.Nodes,
 		slices:       opts.EndpointSlices,
 		slicesSynced: opts.SlicesSynced,
+		sg:           opts.SecurityGroups,
 	}
 	if opts.Inventory != nil {
 		w, err := nicpool.New(nicpool.Options{Inventory: opts.Inventory, ScaleSets: opts.Clients.ScaleSet, ScaleSetVMs: opts.Clients.ScaleSetVM,

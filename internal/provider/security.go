@@ -1,0 +1,309 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/accesscontrol"
+	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/securitygroup"
+)
+
+// Event reasons of access control (docs/security-groups.md).
+const (
+	EventReasonSecurityRulesUpdated         = "SecurityRulesUpdated"
+	EventReasonInvalidSourceRanges          = "InvalidSourceRanges"
+	EventReasonInvalidAllowedServiceTags    = "InvalidAllowedServiceTags"
+	EventReasonConflictingAccess            = "ConflictingAccessConfiguration"
+	EventReasonSecurityRuleLimitExceeded    = "SecurityRuleLimitExceeded"
+	EventReasonSecurityGroupNotConfigured   = "SecurityGroupNotConfigured"
+	EventReasonSecurityGroupNotFound        = "SecurityGroupNotFound"
+	securityGroupNameField                  = "securityGroupName"
+	securityGroupNotConfiguredRestrictedMsg = "the Service restricts its sources (%s) but azure.json %s is empty: azlb cannot restrict it, so nothing is written for it"
+)
+
+// ErrSecurityGroupNotConfigured fails the reconcile of a Service that
+// restricts its sources while no NSG is configured.
+var ErrSecurityGroupNotConfigured = errors.New("azure.json securityGroupName is empty: a Service that restricts its sources cannot be served")
+
+// accessOf parses the Service's access settings and reports what is wrong
+// with them: a conflict fails the reconcile before anything is written;
+// invalid values are reported and fail closed (see accesscontrol).
+func (p *Provider) accessOf(svc *v1.Service, spec *annotations.ServiceSpec) (*accesscontrol.Access, error) {
+	acc, err := accesscontrol.Parse(svc, spec.Internal, spec.EnableFloatingIP)
+	if err != nil {
+		reason := EventReasonConflictingAccess
+		if ie := (*accesscontrol.InvalidError)(nil); errors.As(err, &ie) {
+			reason = EventReasonInvalidAnnotation
+		}
+		p.warn(svc, reason, "%v; nothing is written for the Service", err)
+		return nil, err
+	}
+	for _, v := range acc.InvalidRanges {
+		p.warn(svc, EventReasonInvalidSourceRanges, "Invalid source range %s; the Service stays closed to every source it does not list validly (fail closed)", v)
+	}
+	for _, v := range acc.InvalidTags {
+		p.warn(svc, EventReasonInvalidAllowedServiceTags, "Invalid service tag %s; the Service stays closed to every source it does not list validly (fail closed)", v)
+	}
+	if p.sg == nil && acc.Restricted() {
+		p.warn(svc, EventReasonSecurityGroupNotConfigured, securityGroupNotConfiguredRestrictedMsg, acc.Describe(), securityGroupNameField)
+		return nil, fmt.Errorf("service %s: %w", names.ServiceKey(svc), ErrSecurityGroupNotConfigured)
+	}
+	if p.cfg.SecurityGroupName == "" && acc.NeedsRules() {
+		p.warn(svc, EventReasonSecurityGroupNotConfigured,
+			"azure.json %s is empty: azlb writes no security rule, and a Standard load balancer is closed until a network security group allows the Service's ports", securityGroupNameField)
+	}
+	return acc, nil
+}
+
+// securityPorts are the ports the Service's rules cover: its ports
+// (floating IP on) or node ports (off), without ports that have no load
+// balancing rule.
+func securityPorts(svc *v1.Service, spec *annotations.ServiceSpec) []accesscontrol.Port {
+	var out []accesscontrol.Port
+	for _, sp := range svc.Spec.Ports {
+		if spec.Port(sp.Port).NoLBRule {
+			continue
+		}
+		n := sp.Port
+		switch {
+		case spec.HAPorts:
+			n = 0
+		case !spec.EnableFloatingIP:
+			n = sp.NodePort
+			if n == 0 {
+				continue
+			}
+		}
+		out = append(out, accesscontrol.Port{Protocol: sp.Protocol, Number: n})
+	}
+	return out
+}
+
+// nodeAddresses are the InternalIPs of the nodes, per family.
+func nodeAddresses(nodes []*v1.Node) map[v1.IPFamily][]string {
+	out := map[v1.IPFamily][]string{}
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Type != v1.NodeInternalIP {
+				continue
+			}
+			ip, err := netip.ParseAddr(a.Address)
+			if err != nil {
+				continue
+			}
+			fam := v1.IPv4Protocol
+			if !ip.Is4() {
+				fam = v1.IPv6Protocol
+			}
+			out[fam] = append(out[fam], ip.String())
+		}
+	}
+	return out
+}
+
+// ensureSecurityRules writes the Service's NSG change: its old destinations
+// leave every rule and it gets the rules its access settings ask for.
+// frontends are the Service's frontend addresses by family (empty on
+// delete).
+func (p *Provider) ensureSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
+	frontends map[v1.IPFamily]string, nodes []*v1.Node) error {
+	if p.sg == nil {
+		return nil
+	}
+	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeIPs)}
+	if acc != nil && spec != nil {
+		dsts := map[v1.IPFamily][]string{}
+		if spec.EnableFloatingIP {
+			for fam, a := range frontends {
+				if a != "" {
+					dsts[fam] = []string{a}
+				}
+			}
+		} else {
+			dsts = nodeIPs
+		}
+		edit.Allow, edit.Deny = acc.Grants(securityPorts(svc, spec), dsts)
+	}
+	res, err := p.sg.Update(ctx, edit)
+	if err != nil {
+		var le *securitygroup.LimitError
+		var nf *securitygroup.NotFoundError
+		switch {
+		case errors.As(err, &le):
+			p.warn(svc, EventReasonSecurityRuleLimitExceeded, "%v; nothing of this Service's change was written", err)
+		case errors.As(err, &nf):
+			p.warn(svc, EventReasonSecurityGroupNotFound, "%v", err)
+		}
+		return err
+	}
+	if res.Changed && res.Written {
+		rg, name := p.sg.Name()
+		msg := "removed the Service's rules"
+		if acc != nil {
+			msg = "allowed sources: " + acc.Describe()
+		}
+		p.recorder.Eventf(svc, v1.EventTypeNormal, EventReasonSecurityRulesUpdated, "Network security group %s/%s: %s", rg, name, msg)
+	}
+	return nil
+}
+
+// releaseOf is everything the Service may hold in the NSG: its frontend
+// addresses now and as last reported, and its node ports on the nodes.
+func (p *Provider) releaseOf(svc *v1.Service, frontends map[v1.IPFamily]string, nodeIPs map[v1.IPFamily][]string) securitygroup.Release {
+	var r securitygroup.Release
+	seen := map[string]bool{}
+	add := func(a string) {
+		if ip, err := netip.ParseAddr(a); err == nil && !seen[ip.String()] {
+			seen[ip.String()] = true
+			r.Addresses = append(r.Addresses, ip.String())
+		}
+	}
+	for _, a := range frontends {
+		add(a)
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		add(in.IP)
+	}
+	for _, ips := range nodeIPs {
+		r.NodeAddresses = append(r.NodeAddresses, ips...)
+	}
+	for _, sp := range svc.Spec.Ports {
+		if sp.NodePort != 0 {
+			r.NodePorts = append(r.NodePorts, securitygroup.ProtocolPort{Protocol: accesscontrol.RuleProtocol(sp.Protocol), Port: accesscontrol.PortString(sp.NodePort)})
+		}
+	}
+	return r
+}
+
+// frontendAddresses are the Service's frontend addresses on lb by family:
+// the private address, or the public IP's (read).
+func (p *Provider) frontendAddresses(ctx context.Context, svc *v1.Service, lb *armnetwork.LoadBalancer) (map[v1.IPFamily]string, error) {
+	out := map[v1.IPFamily]string{}
+	st, err := p.statusOf(ctx, svc, "", lb)
+	if azure.Classify(err) == azure.ClassStale {
+		return out, nil // its public IP is gone: the addresses last reported are released anyway
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range st.Ingress {
+		if ip, err := netip.ParseAddr(in.IP); err == nil {
+			if ip.Is4() {
+				out[v1.IPv4Protocol] = ip.String()
+			} else {
+				out[v1.IPv6Protocol] = ip.String()
+			}
+		}
+	}
+	return out, nil
+}
+
+// collectSecurityRules removes from azlb's rules the destinations that are
+// no addresses of a frontend on a managed load balancer nor of a node: the
+// rules of Services deleted while no controller ran. It runs once per
+// start, before the first reconcile; without a node lister it does not
+// run (node addresses could not be told apart).
+func (p *Provider) collectSecurityRules(ctx context.Context) error {
+	if p.sg == nil || p.nodes == nil {
+		return nil
+	}
+	live := map[string]bool{}
+	lbs, err := p.store.Managed(ctx)
+	if err != nil {
+		return err
+	}
+	pipIDs := map[string]bool{}
+	for _, name := range lbs {
+		lb, err := p.store.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		if lb == nil || lb.Properties == nil {
+			continue
+		}
+		for _, fe := range lb.Properties.FrontendIPConfigurations {
+			if fe.Properties == nil {
+				continue
+			}
+			if a := ptr.Deref(fe.Properties.PrivateIPAddress, ""); a != "" {
+				live[a] = true
+			}
+			if fe.Properties.PublicIPAddress != nil {
+				pipIDs[strings.ToLower(ptr.Deref(fe.Properties.PublicIPAddress.ID, ""))] = true
+			}
+		}
+	}
+	if len(pipIDs) > 0 {
+		pips, err := p.clients.PublicIP.List(ctx, p.cfg.ResourceGroup)
+		if err != nil {
+			return err
+		}
+		for _, pip := range pips {
+			if pipIDs[strings.ToLower(ptr.Deref(pip.ID, ""))] {
+				delete(pipIDs, strings.ToLower(ptr.Deref(pip.ID, "")))
+				if a := pipAddress(pip); a != "" {
+					live[a] = true
+				}
+			}
+		}
+		if len(pipIDs) > 0 {
+			return fmt.Errorf("collect security rules: %d public IPs of frontends are not in resource group %s; not collecting", len(pipIDs), p.cfg.ResourceGroup)
+		}
+	}
+	nodes, err := p.nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, ips := range nodeAddresses(nodes) {
+		for _, a := range ips {
+			live[a] = true
+		}
+	}
+	res, err := p.sg.Collect(ctx, func(d string) bool {
+		if ip, err := netip.ParseAddr(d); err == nil {
+			return live[ip.String()]
+		}
+		return true // a prefix or tag: not an address azlb put there for a Service
+	})
+	if err == nil && res.Changed {
+		logger(ctx).Info("Removed destinations of deleted Services from the network security group")
+	}
+	return err
+}
+
+// releaseSecurityRules takes the Service out of every rule (delete): its
+// frontend addresses, those it last reported, and its node ports.
+func (p *Provider) releaseSecurityRules(ctx context.Context, svc *v1.Service) error {
+	if p.sg == nil {
+		return nil
+	}
+	frontends := map[v1.IPFamily]string{}
+	if _, lb, err := p.findServiceLB(ctx, svc); err != nil {
+		return err
+	} else if lb != nil {
+		if frontends, err = p.frontendAddresses(ctx, svc, lb); err != nil {
+			return err
+		}
+	}
+	var nodes []*v1.Node
+	if p.nodes != nil {
+		all, err := p.nodes.List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		nodes = all
+	}
+	return p.ensureSecurityRules(ctx, svc, nil, nil, frontends, nodes)
+}
