@@ -4,7 +4,8 @@
 //	                                                                 start the whole system on this machine
 //	azlb sandbox restart [--dir .sandbox]                            restart its controller (azure.json read afresh)
 //	azlb sandbox down [--dir .sandbox]                               stop it
-//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state
+//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state,
+//	                                                                 each Service's sources in the NSG
 //	                                                                 and the service gateway's pods
 //	azlb verify [--kubeconfig F] [--cloud-config F] [--timeout D] [--quiet]
 //	                                                                 every difference between Azure and the
@@ -18,6 +19,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -227,6 +229,11 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if cfg.PodIPMode() {
 		if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
+			return err
+		}
+	} else {
+		nsgRG := cmp.Or(cfg.SecurityGroupResourceGroup, cfg.ResourceGroup)
+		if err := status.CollectSecurityGroup(ctx, clients, nsgRG, cfg.SecurityGroupName, snap); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,10 @@
 // Package status renders, for a terminal, every load balancer in the
-// cluster's load balancer resource group: frontends with their address and
-// Service, rules, and each pool's backends with their admin state; and, with
-// pod-based load balancing, what the cluster's ServiceGateway holds: its
-// services and the pod addresses per node location.
+// cluster's load balancer resource group: frontends with their address,
+// Service, rules and the sources azlb's network security group rules let in
+// (docs/security-groups.md), and each pool's backends with their admin
+// state; and, with pod-based load balancing, what the cluster's
+// ServiceGateway holds: its services and the pod addresses per node
+// location.
 package status
 
 import (
@@ -41,6 +43,13 @@ type Snapshot struct {
 	// Gateway is the service gateway's content (pod-based load
 	// balancing); nil otherwise.
 	Gateway *Gateway
+	// Objects maps frontend base names to the LoadBalancer Services, for
+	// their effective sources.
+	Objects map[string]*v1.Service
+	// SecurityGroupName is the NSG of azure.json ("": none configured);
+	// SecurityGroup is its content, nil when it does not exist.
+	SecurityGroupName string
+	SecurityGroup     *armnetwork.SecurityGroup
 }
 
 // Collect reads the snapshot: load balancers and public IPs from ARM, and,
@@ -55,7 +64,7 @@ func Collect(ctx context.Context, clients *azure.Clients, lbResourceGroup, pipRe
 		return nil, fmt.Errorf("list public IPs in %s: %w", pipResourceGroup, err)
 	}
 	s := &Snapshot{LoadBalancers: lbs, PublicIPs: map[string]string{}, Services: map[string]string{}, Nodes: map[string]*v1.Node{},
-		Owners: map[string]string{}}
+		Owners: map[string]string{}, Objects: map[string]*v1.Service{}}
 	for _, p := range pips {
 		if p.ID != nil && p.Properties != nil && p.Properties.IPAddress != nil {
 			s.PublicIPs[strings.ToLower(*p.ID)] = *p.Properties.IPAddress
@@ -71,6 +80,9 @@ func Collect(ctx context.Context, clients *azure.Clients, lbResourceGroup, pipRe
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
 		s.Services[strings.ToLower(cloudprovider.DefaultLoadBalancerName(svc))] = svc.Namespace + "/" + svc.Name
+		if svc.Spec.Type == v1.ServiceTypeLoadBalancer {
+			s.Objects[strings.ToLower(cloudprovider.DefaultLoadBalancerName(svc))] = svc
+		}
 		// Pod-based load balancers and gateway services are named by UID.
 		s.Services[names.ServiceUID(svc.UID)] = svc.Namespace + "/" + svc.Name
 	}
@@ -135,9 +147,10 @@ func Render(w io.Writer, s *Snapshot) error {
 		}
 		fmt.Fprintf(tw, "LOAD BALANCER %s\t%d frontends, %d rules, %d probes, %d pools%s\n", title,
 			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools), sku)
-		fmt.Fprintln(tw, "  FRONTEND\tADDRESS\tSERVICE\tRULES")
+		fmt.Fprintln(tw, "  FRONTEND\tADDRESS\tSERVICE\tRULES\tSOURCES")
 		for _, fe := range p.FrontendIPConfigurations {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), cmp.Or(s.serviceOfUID(str(lb.Name)), s.service(str(fe.Name))), rulesOf(p, str(fe.Name)))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), cmp.Or(s.serviceOfUID(str(lb.Name)), s.service(str(fe.Name))),
+				rulesOf(p, str(fe.Name)), s.sources(str(lb.Name), fe))
 		}
 		for _, pool := range p.BackendAddressPools {
 			var addrs []*armnetwork.LoadBalancerBackendAddress

@@ -162,3 +162,110 @@ func TestRenderServiceGateway(t *testing.T) {
 		}
 	}
 }
+
+// Each Service's frontend shows who azlb's rules in the NSG let in, read
+// from the rules that hold its destinations; rules not azlb's do not count.
+func TestRenderShowsSources(t *testing.T) {
+	const pipPrefix = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/"
+	svc := func(base string, kv ...string) *v1.Service {
+		s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: base, Annotations: map[string]string{}},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080}}}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Annotations[kv[i]] = kv[i+1]
+		}
+		return s
+	}
+	public := func(name string) *armnetwork.FrontendIPConfiguration {
+		return &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+			PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(pipPrefix + name)}}}
+	}
+	private := func(name, ip string) *armnetwork.FrontendIPConfiguration {
+		return &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+			PrivateIPAddress: to.Ptr(ip)}}
+	}
+	rule := func(name string, prio int32, access string, srcs, dsts []string, ports ...string) *armnetwork.SecurityRule {
+		p := &armnetwork.SecurityRulePropertiesFormat{Priority: to.Ptr(prio), Access: to.Ptr(armnetwork.SecurityRuleAccess(access)),
+			Direction: to.Ptr(armnetwork.SecurityRuleDirectionInbound)}
+		for _, s := range srcs {
+			p.SourceAddressPrefixes = append(p.SourceAddressPrefixes, to.Ptr(s))
+		}
+		for _, d := range dsts {
+			p.DestinationAddressPrefixes = append(p.DestinationAddressPrefixes, to.Ptr(d))
+		}
+		for _, x := range ports {
+			p.DestinationPortRanges = append(p.DestinationPortRanges, to.Ptr(x))
+		}
+		return &armnetwork.SecurityRule{Name: to.Ptr(name), Properties: p}
+	}
+	l := func(s ...string) []string { return s }
+	snap := &Snapshot{
+		LoadBalancers: []*armnetwork.LoadBalancer{{Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+			FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{
+				public("aweb"), public("aranges"), public("afd"), private("ainternal", "10.0.0.10"), public("aoff"),
+				public("adisabled"), private("adeny", "10.0.0.11"), public("afresh"),
+			}}}},
+		PublicIPs: map[string]string{strings.ToLower(pipPrefix + "aweb"): "20.0.0.1", strings.ToLower(pipPrefix + "aranges"): "20.0.0.2",
+			strings.ToLower(pipPrefix + "afd"): "20.0.0.3", strings.ToLower(pipPrefix + "aoff"): "20.0.0.4",
+			strings.ToLower(pipPrefix + "adisabled"): "20.0.0.5", strings.ToLower(pipPrefix + "afresh"): "20.0.0.6"},
+		Nodes: map[string]*v1.Node{"n1": {ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}}}},
+		Objects: map[string]*v1.Service{
+			"aweb": svc("web"), "aranges": svc("ranges"), "afd": svc("fd"),
+			"ainternal": svc("internal", "service.beta.kubernetes.io/azure-load-balancer-internal", "true"),
+			"aoff":      svc("off", "service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip", "true"),
+			"adisabled": svc("disabled", "service.beta.kubernetes.io/azure-disable-load-balancer-nsg-rule", "true"),
+			"adeny":     svc("deny", "service.beta.kubernetes.io/azure-load-balancer-internal", "true"),
+			"afresh":    svc("fresh"),
+		},
+		SecurityGroupName: "nsg",
+		SecurityGroup: &armnetwork.SecurityGroup{Properties: &armnetwork.SecurityGroupPropertiesFormat{SecurityRules: []*armnetwork.SecurityRule{
+			rule("k8s-azure-lb_allow_IPv4_1", 500, "Allow", l("Internet"), l("20.0.0.1"), "80"),
+			rule("k8s-azure-lb_allow_IPv4_2", 501, "Allow", l("10.0.0.0/24", "192.168.0.0/16"), l("20.0.0.2"), "80"),
+			rule("k8s-azure-lb_allow_IPv4_3", 502, "Allow", l("AzureFrontDoor.Backend"), l("20.0.0.3"), "80"),
+			rule("k8s-azure-lb_allow_IPv4_4", 503, "Allow", l("Internet"), l("10.0.0.1"), "30080"),
+			rule("k8s-azure-lb_allow_IPv4_5", 504, "Allow", l("10.1.0.0/16"), l("10.0.0.11"), "80"),
+			rule("k8s-azure-lb_deny-all_IPv4", 4095, "Deny", l("*"), l("10.0.0.11"), "*"),
+			// Not azlb's: another name, a priority outside 500-4096, another port.
+			rule("mine", 100, "Allow", l("1.2.3.4/32"), l("20.0.0.1"), "80"),
+			rule("k8s-azure-lb_allow_IPv4_6", 4097, "Allow", l("1.2.3.4/32"), l("20.0.0.2"), "80"),
+			rule("k8s-azure-lb_allow_IPv4_7", 505, "Allow", l("5.6.7.8/32"), l("20.0.0.3"), "443"),
+		}}},
+	}
+	want := map[string]string{
+		"aweb": "Internet", "aranges": "10.0.0.0/24, 192.168.0.0/16", "afd": "AzureFrontDoor.Backend",
+		"ainternal": "virtual network only", "aoff": "Internet", "adisabled": "none (nsg rule disabled)", "adeny": "10.1.0.0/16",
+		"afresh": "none",
+	}
+	rows := func() map[string]string {
+		var buf bytes.Buffer
+		if err := Render(&buf, snap); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(buf.String(), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 5 && want[f[0]] != "" {
+				// FRONTEND ADDRESS SERVICE RULES SOURCES...
+				got[f[0]] = strings.Join(f[4:], " ")
+			}
+		}
+		if !strings.Contains(buf.String(), "SOURCES") {
+			t.Errorf("no SOURCES column:\n%s", buf.String())
+		}
+		return got
+	}
+	got := rows()
+	for fe, w := range want {
+		if got[fe] != w {
+			t.Errorf("%s: sources %q, want %q", fe, got[fe], w)
+		}
+	}
+	snap.SecurityGroupName, snap.SecurityGroup = "", nil
+	if got := rows(); got["aweb"] != "NSG not configured" {
+		t.Errorf("without an NSG: %q", got["aweb"])
+	}
+	snap.SecurityGroupName = "nsg"
+	if got := rows(); got["aweb"] != "NSG nsg not found" {
+		t.Errorf("NSG missing: %q", got["aweb"])
+	}
+}

@@ -37,13 +37,32 @@ func Check(s *Snapshot) *Report {
 		checkPodMode(s, r)
 	case nicBased(s.Config):
 		r.Mode = "NIC-based pools"
+		checkSecurityGroupConfig(s, r)
 		newNodeMode(s, r).check()
 	default:
 		r.Mode = "IP-based pools"
+		checkSecurityGroupConfig(s, r)
 		newNodeMode(s, r).check()
 	}
 	r.sort()
 	return r
+}
+
+// checkSecurityGroupConfig notes, in the node-pool modes, which security
+// group the report judged: none configured (no NSG checks), or one that
+// does not exist (a finding: azlb cannot write any rule).
+func checkSecurityGroupConfig(s *Snapshot, r *Report) {
+	name := s.Config.SecurityGroupName
+	switch {
+	case name == "":
+		r.SecurityGroup = "none configured"
+	case s.SecurityGroupNotFound:
+		r.SecurityGroup = name
+		r.add("security group "+name, docNSGSetup, "does not exist in resource group %s: azlb never creates it, and cannot write the rules of any Service until it exists",
+			cmpOr(s.Config.SecurityGroupResourceGroup, s.Config.ResourceGroup))
+	default:
+		r.SecurityGroup = name
+	}
 }
 
 func serviceObject(svc *v1.Service) string { return "service " + svc.Namespace + "/" + svc.Name }

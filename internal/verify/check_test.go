@@ -430,6 +430,13 @@ func TestPodBased(t *testing.T) {
 	if r := Check(s); !r.Clean() {
 		t.Fatalf("%s", findings(r))
 	}
+	// security-groups.md does not cover pod-based load balancing: a
+	// configured security group and source ranges change nothing.
+	cfg.SecurityGroupName = "nsg"
+	svc.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/24"}
+	if r := Check(s); !r.Clean() || len(r.Skipped) != 0 || strings.Contains(r.Summary(), "security group") {
+		t.Fatalf("pod-based with a security group: %s %v %s", findings(r), r.Skipped, r.Summary())
+	}
 	// The pod moves to another node; a deleted Service's registration stays.
 	s.Nodes = append(s.Nodes, testutil.Node("n2", testutil.InternalIPs("10.0.0.3", "10.0.0.2")))
 	s.Slices[0].Endpoints[0].NodeName = ptr.To("n2")

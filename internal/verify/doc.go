@@ -9,8 +9,9 @@
 // controllers shows up as a finding instead of being repeated here. The
 // package therefore never imports internal/provider, internal/lbstore,
 // internal/backendpool, internal/placement, internal/localservice,
-// internal/adminstate, internal/nicpool, internal/servicegateway or
-// internal/compute (a test enforces this). It uses only:
+// internal/adminstate, internal/nicpool, internal/servicegateway,
+// internal/compute, internal/securitygroup or internal/accesscontrol (a test
+// enforces this). It uses only:
 //
 //   - internal/config to load azure.json (the input, not a behaviour);
 //   - internal/azure for read-only ARM clients (verify installs a write
@@ -18,16 +19,19 @@
 //   - internal/annotations to read annotation values (parsing and
 //     validation of the input; how they turn into rules and probes, their
 //     defaults and the probe resolution are derived here from
-//     docs/load-balancers.md);
+//     docs/load-balancers.md). The access-control inputs (source ranges,
+//     service tags, deny-all, disable-nsg-rule) are read here, from
+//     docs/security-groups.md, not by the package that writes the rules;
 //   - internal/names for the documented names and ARM ids (the naming
 //     table of docs/load-balancers.md, tested in that package).
 //
 // Contract:
 //
 //   - Collect reads everything once (Services, nodes, namespaces,
-//     EndpointSlices; load balancers, public IPs, and in the modes that use
-//     them the VMs behind nodes or the service gateway), Check compares, and
-//     neither writes anything anywhere.
+//     EndpointSlices; load balancers, public IPs, the network security group
+//     securityGroupName names in the node-pool modes, and in the modes that
+//     use them the VMs behind nodes or the service gateway), Check compares,
+//     and neither writes anything anywhere.
 //   - A Finding names the object, what Azure holds, what the documentation
 //     says it should hold and the page that says so. Findings are sorted;
 //     an empty report means Azure matches the documented behaviour.
@@ -40,7 +44,14 @@
 //   - Objects not azlb's are never findings: load balancers that are not
 //     managed (docs/load-balancers.md: Standard ones with the cluster pool or
 //     the cluster tag, and the configured names), public IPs without both of
-//     azlb's tags, gateway services not named by a UID.
+//     azlb's tags, gateway services not named by a UID, security rules not
+//     named k8s-azure-lb* with a priority in 500-4096.
+//   - Security rules (docs/security-groups.md) are compared as (protocol,
+//     source, destination, port) tuples per Service and family; their
+//     priorities are not judged, except that a deny-all must come after the
+//     allows of the same destination. No security group configured: no
+//     security rule is judged. Pod-based mode is not covered by that page
+//     and has no security rule checks.
 //
 // Operator documentation: docs/verify.md.
 package verify

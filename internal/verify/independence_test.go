@@ -15,7 +15,7 @@ func TestVerifyDoesNotImportTheReconcile(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	forbidden := []string{"provider", "lbstore", "backendpool", "placement", "localservice", "adminstate", "nicpool",
-		"servicegateway", "compute", "status"}
+		"servicegateway", "compute", "status", "securitygroup", "accesscontrol"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if dep == "github.com/azlb/azlb/internal/"+f {

@@ -44,6 +44,10 @@ type nodeMode struct {
 	// localPools: lower-cased load balancer -> lower-cased pool -> the
 	// Local Service and family that own it.
 	localPools map[string]map[string]localPool
+
+	// nsg collects what the network security group must hold; nil when
+	// there is none to check (security-groups.md).
+	nsg *nsgCheck
 }
 
 type localPool struct {
@@ -64,6 +68,7 @@ func newNodeMode(s *Snapshot, r *Report) *nodeMode {
 		nodes:     map[string]*v1.Node{},
 		bases:     map[string]string{}, referencedPIPs: map[string]string{},
 		localPools: map[string]map[string]localPool{},
+		nsg:        newNSGCheck(s),
 	}
 	if cfg.VnetName != "" {
 		m.vnetID = names.VirtualNetworkID(cfg.SubscriptionID, cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName)
@@ -141,6 +146,9 @@ func (m *nodeMode) check() {
 		m.checkNodePlacement()
 	}
 	m.checkPublicIPs()
+	if m.nsg != nil {
+		m.nsg.check(m.r)
+	}
 }
 
 func sortedKeys[V any](mp map[string]V) []string {
@@ -177,6 +185,7 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 	if err != nil {
 		m.r.skip(obj, "invalid annotations, azlb writes nothing for it until they are fixed: %v", err)
 		m.noteFrontendPIPs(svc, base)
+		m.nsgClaim(svc, base)
 		return
 	}
 	if !spec.HAPorts {
@@ -184,13 +193,22 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 			if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP && p.Protocol != "" {
 				m.r.skip(obj, "port %d has protocol %s, which Azure Load Balancer rules do not carry (TCP or UDP)", p.Port, p.Protocol)
 				m.noteFrontendPIPs(svc, base)
+				m.nsgClaim(svc, base)
 				return
 			}
 		}
 	}
+	acc, why := m.accessOf(spec, svc)
+	if why != "" {
+		m.r.skip(obj, "%s", why)
+		m.noteFrontendPIPs(svc, base)
+		m.nsgClaim(svc, base)
+		return
+	}
 	found := m.serviceFrontends(base)
 	fams := families(svc)
 	if len(found) == 0 {
+		m.nsgClaim(svc, base) // no frontend yet: nothing expected in the NSG
 		m.r.add(obj, "load-balancers.md#what-azlb-creates", "has no frontend on any managed load balancer (want %s)", frontendNames(svc, fams))
 		if ips := ingressIPs(svc); len(ips) > 0 {
 			m.r.add(obj, "load-balancers.md#how-a-reconcile-works", "status.loadBalancer.ingress lists %v but no frontend has those addresses", ips)
@@ -212,6 +230,7 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 		want[lower(names.Frontend(svc, fam))] = fam
 	}
 	var ingress []string
+	feAddrs := map[v1.IPFamily]string{}
 	seen := map[string]bool{}
 	for _, fe := range found[lbName] {
 		feName := lower(ptr.Deref(fe.Name, ""))
@@ -223,6 +242,7 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 		seen[feName] = true
 		if addr := m.checkFrontend(svc, spec, lbRealName, fe, fam); addr != "" {
 			ingress = append(ingress, addr)
+			feAddrs[fam] = addr
 		}
 	}
 	for _, fam := range fams {
@@ -232,6 +252,7 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 	}
 	m.checkIngress(svc, ingress)
 	m.checkRulesAndProbes(svc, spec, lb, fams)
+	m.nsgExpect(svc, spec, acc, lb, feAddrs, base)
 	if m.multi && isLocal(svc) {
 		for _, fam := range fams {
 			pools := m.localPools[lbName]
@@ -242,6 +263,25 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 			pools[lower(names.LocalServicePool(svc.Namespace, svc.Name, fam))] = localPool{svc: svc, fam: fam}
 		}
 	}
+}
+
+// accessOf reads the Service's access-control inputs
+// (security-groups.md); a reason is returned for a Service azlb writes
+// nothing for: ranges both in the spec and an annotation, deny-all with
+// floating IP off, a restricted Service without securityGroupName, or an
+// access annotation that is not a boolean (the page does not say).
+func (m *nodeMode) accessOf(spec *annotations.ServiceSpec, svc *v1.Service) (*access, string) {
+	acc, why := parseAccess(svc)
+	switch {
+	case why != "":
+		return nil, why
+	case acc.denyAll && !spec.EnableFloatingIP:
+		return nil, keyDenyAllExcept + " with floating IP off (" + annotations.KeyDisableFloatingIP +
+			", ConflictingAccessConfiguration): azlb writes nothing for it"
+	case m.cfg.SecurityGroupName == "" && acc.restricted && !acc.disabled:
+		return nil, "restricts its sources but azure.json names no securityGroupName (SecurityGroupNotConfigured): azlb writes nothing for it"
+	}
+	return acc, ""
 }
 
 // noteFrontendPIPs records the public IPs a skipped Service's frontends

@@ -35,6 +35,11 @@ type Report struct {
 	Skipped  []Finding
 	// What was looked at.
 	Services, Nodes, LoadBalancers, PublicIPs int
+	// SecurityGroup names the network security group judged ("none
+	// configured": no NSG checks; "": not applicable, pod-based), and
+	// SecurityRules counts azlb's rules in it.
+	SecurityGroup string
+	SecurityRules int
 }
 
 // Clean reports whether Azure matches the documented behaviour.
@@ -79,6 +84,13 @@ func (r *Report) Summary() string {
 	}
 	s := fmt.Sprintf("azlb verify (%s): %s; checked %d Services, %d nodes, %d load balancers, %d public IPs",
 		r.Mode, verdict, r.Services, r.Nodes, r.LoadBalancers, r.PublicIPs)
+	switch r.SecurityGroup {
+	case "":
+	case "none configured":
+		s += ", no security group (none configured)"
+	default:
+		s += fmt.Sprintf(", security group %s (%d azlb rules)", r.SecurityGroup, r.SecurityRules)
+	}
 	if len(r.Skipped) > 0 {
 		s += fmt.Sprintf("; %d skipped", len(r.Skipped))
 	}

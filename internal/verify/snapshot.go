@@ -39,6 +39,12 @@ type Snapshot struct {
 	// Gateway is the service gateway's content with pod-based load
 	// balancing; nil otherwise.
 	Gateway *Gateway
+
+	// SecurityGroup is the network security group securityGroupName names,
+	// read in the node-pool modes; nil when none is configured, in
+	// pod-based mode, or when it does not exist (SecurityGroupNotFound).
+	SecurityGroup         *armnetwork.SecurityGroup
+	SecurityGroupNotFound bool
 }
 
 // VM is what NIC-based pools need to know about a node's VM.
@@ -98,6 +104,16 @@ func Collect(ctx context.Context, cfg *config.Config, clients *azure.Clients, ku
 	}
 	if s.PublicIPs, err = clients.PublicIP.List(ctx, cfg.ResourceGroup); err != nil {
 		return nil, fmt.Errorf("list public IPs in %s: %w", cfg.ResourceGroup, err)
+	}
+	if !cfg.ServiceGatewayEnabled && cfg.SecurityGroupName != "" {
+		nsgRG := cmpOr(cfg.SecurityGroupResourceGroup, cfg.ResourceGroup)
+		s.SecurityGroup, err = clients.SecurityGroup.Get(ctx, nsgRG, cfg.SecurityGroupName)
+		if azure.Classify(err) == azure.ClassStale {
+			s.SecurityGroup, s.SecurityGroupNotFound, err = nil, true, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read security group %s in %s: %w", cfg.SecurityGroupName, nsgRG, err)
+		}
 	}
 	switch {
 	case cfg.ServiceGatewayEnabled:
