@@ -47,7 +47,8 @@ func benchEnv(b *testing.B) (*devenv.Env, *Provider) {
 		b.Fatal(err)
 	}
 	b.Cleanup(clients.Close)
-	p := newProvider(b, env.Config, clients, nil)
+	p := newSGProvider(b, env.Config, clients, nil)
+	p.nodes = nodeLister(benchNodeList(benchNodes)...)
 	env.Emulator().SetLatency(benchLatency)
 	return env, p
 }
@@ -118,8 +119,9 @@ func armWrites(e *emulator.Emulator) int {
 }
 
 // writeKinds counts ARM writes by resource: public IPs, load balancers,
-// backend pools, and the writes ARM refused with a conflict (409/412).
-func writeKinds(e *emulator.Emulator) (pips, lbs, pools, conflicts int) {
+// backend pools, network security groups, and the writes ARM refused with
+// a conflict (409/412).
+func writeKinds(e *emulator.Emulator) (pips, lbs, pools, nsgs, conflicts int) {
 	for _, r := range e.Requests() {
 		if r.Kind != "arm" || r.Method == http.MethodGet {
 			continue
@@ -134,9 +136,11 @@ func writeKinds(e *emulator.Emulator) (pips, lbs, pools, conflicts int) {
 			pools++
 		case strings.Contains(path, "/loadbalancers/"):
 			lbs++
+		case strings.Contains(path, "/networksecuritygroups/"):
+			nsgs++
 		}
 	}
-	return pips, lbs, pools, conflicts
+	return pips, lbs, pools, nsgs, conflicts
 }
 
 // BenchmarkColdStart: 1,000 LoadBalancer Services on 500 nodes across 3 load
@@ -157,7 +161,7 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 		}
 		writes := armWrites(env.Emulator())
-		pips, lbs, pools, conflicts := writeKinds(env.Emulator())
+		pips, lbs, pools, nsgs, conflicts := writeKinds(env.Emulator())
 
 		env.Emulator().ResetRequests()
 		ensureAll(b, p, svcs, nodes)
@@ -171,6 +175,7 @@ func BenchmarkColdStart(b *testing.B) {
 		b.ReportMetric(float64(pips), "pip-writes")
 		b.ReportMetric(float64(lbs), "lb-writes")
 		b.ReportMetric(float64(pools), "pool-writes")
+		b.ReportMetric(float64(nsgs), "nsg-writes")
 		b.ReportMetric(float64(conflicts), "conflicts")
 	}
 }

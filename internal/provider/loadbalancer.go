@@ -17,6 +17,7 @@ import (
 	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
+	"github.com/azlb/azlb/internal/securitygroup"
 )
 
 var _ cloudprovider.LoadBalancer = (*Provider)(nil)
@@ -208,6 +209,14 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		return nil, err
 	}
 
+	// The NSG change goes out now when every frontend address is known
+	// (public IPs, static private ones): its write overlaps the load
+	// balancer's.
+	var sgPending *securitygroup.Pending
+	if early, ok := knownFrontendAddresses(spec, inputs, ingress); ok {
+		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes)
+	}
+
 	pools := p.servicePoolNames(svc, families)
 	ref := p.lbRef(lbName)
 	maxRules := p.cfg.MaximumLoadBalancerRuleCount
@@ -281,7 +290,10 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 			ingress[fam] = frontendPrivateIP(lb, names.Frontend(svc, fam))
 		}
 	}
-	if err := p.ensureSecurityRules(ctx, svc, spec, acc, ingress, nodes); err != nil {
+	if sgPending == nil {
+		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes)
+	}
+	if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
 		return nil, err
 	}
 	return ingressStatus(families, ingress), nil

@@ -118,6 +118,15 @@ func nodeAddresses(nodes []*v1.Node) map[v1.IPFamily][]string {
 // delete).
 func (p *Provider) ensureSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
 	frontends map[v1.IPFamily]string, nodes []*v1.Node) error {
+	return p.finishSecurityRules(svc, acc, p.beginSecurityRules(ctx, svc, spec, acc, frontends, nodes))
+}
+
+// beginSecurityRules queues the Service's NSG change and returns at once
+// (nil without an NSG writer); finishSecurityRules waits for it. The
+// reconcile queues it as soon as the frontend addresses are known, so its
+// write overlaps the load balancer's.
+func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
+	frontends map[v1.IPFamily]string, nodes []*v1.Node) *securitygroup.Pending {
 	if p.sg == nil {
 		return nil
 	}
@@ -136,7 +145,16 @@ func (p *Provider) ensureSecurityRules(ctx context.Context, svc *v1.Service, spe
 		}
 		edit.Allow, edit.Deny = acc.Grants(securityPorts(svc, spec), dsts)
 	}
-	res, err := p.sg.Update(ctx, edit)
+	return p.sg.Begin(ctx, edit)
+}
+
+// finishSecurityRules waits for the change beginSecurityRules queued and
+// reports it (events).
+func (p *Provider) finishSecurityRules(svc *v1.Service, acc *accesscontrol.Access, pd *securitygroup.Pending) error {
+	if pd == nil {
+		return nil
+	}
+	res, err := pd.Wait()
 	if err != nil {
 		var le *securitygroup.LimitError
 		var nf *securitygroup.NotFoundError
@@ -306,4 +324,22 @@ func (p *Provider) releaseSecurityRules(ctx context.Context, svc *v1.Service) er
 		nodes = all
 	}
 	return p.ensureSecurityRules(ctx, svc, nil, nil, frontends, nodes)
+}
+
+// knownFrontendAddresses are the Service's frontend addresses when all are
+// known before the load balancer write: public IPs, or private addresses
+// the Service asks for.
+func knownFrontendAddresses(spec *annotations.ServiceSpec, inputs []frontendInput, ingress map[v1.IPFamily]string) (map[v1.IPFamily]string, bool) {
+	out := map[v1.IPFamily]string{}
+	for _, in := range inputs {
+		a := ingress[in.family]
+		if spec.Internal {
+			a = in.privateIP
+		}
+		if a == "" {
+			return nil, false
+		}
+		out[in.family] = a
+	}
+	return out, true
 }

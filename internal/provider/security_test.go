@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -42,7 +43,7 @@ func newSGHarness(t *testing.T, mutate func(*config.Config)) *sgHarness {
 
 // newSGProvider builds a provider with a running NSG writer (as a
 // restarted controller would: new stores).
-func newSGProvider(t *testing.T, cfg *config.Config, clients *azure.Clients, rec record.EventRecorder) *Provider {
+func newSGProvider(t testing.TB, cfg *config.Config, clients *azure.Clients, rec record.EventRecorder) *Provider {
 	t.Helper()
 	store := testutil.StartStore(t, lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
 	sg, err := securitygroup.New(securitygroup.Options{Client: clients.SecurityGroup, ResourceGroup: cfg.SecurityGroupResourceGroup, Name: cfg.SecurityGroupName})
@@ -388,5 +389,33 @@ func TestSecurityRulesCollectedAtStart(t *testing.T) {
 		if strings.Join(ruleDests(r), ",") != ip {
 			t.Errorf("destinations = %v, want only %s", ruleDests(r), ip)
 		}
+	}
+}
+
+// A Service whose rules would exceed Azure's limits gets
+// SecurityRuleLimitExceeded; the NSG keeps everything else.
+func TestSecurityRuleLimitExceeded(t *testing.T) {
+	h := newSGHarness(t, nil)
+	ctx := context.Background()
+	web := testService("web", "b1111111-2222-3333-4444-555555555555", nil, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", web, sgNodes); err != nil {
+		t.Fatal(err)
+	}
+	before := h.rules(t)
+	big := testService("big", "c1111111-2222-3333-4444-555555555555", nil, 80)
+	for i := 0; i < securitygroup.MaxSourcePrefixes+1; i++ {
+		big.Spec.LoadBalancerSourceRanges = append(big.Spec.LoadBalancerSourceRanges, fmt.Sprintf("10.%d.%d.%d/32", i/16384, i/64%256, i%64*4))
+	}
+	_, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", big, sgNodes)
+	var le *securitygroup.LimitError
+	if !errors.As(err, &le) {
+		t.Fatalf("err = %v, want a LimitError", err)
+	}
+	if ev := h.events(); !hasEvent(ev, "Warning SecurityRuleLimitExceeded") || !strings.Contains(strings.Join(ev, "\n"), "limit of 4000") {
+		t.Errorf("events = %v", ev)
+	}
+	after := h.rules(t)
+	if len(after) != len(before) {
+		t.Errorf("rules changed: %d before, %d after", len(before), len(after))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -88,16 +89,40 @@ func New(o Options) (*Store, error) {
 // Name is the NSG's name and resource group, for messages.
 func (s *Store) Name() (resourceGroup, name string) { return s.rg, s.name }
 
-// Update queues one edit and waits for the round that writes it. ctx
-// bounds the wait: an edit whose ctx ends before its round starts is
-// dropped.
+// GatherWindow is how long a round waits for more edits after the last
+// one arrived, and MaxGather how long it waits at most: a burst of Service
+// reconciles (a controller start) shares few writes, a lone edit waits
+// GatherWindow.
+const (
+	GatherWindow = 40 * time.Millisecond
+	MaxGather    = 500 * time.Millisecond
+)
+
+// Pending is a queued edit; Wait returns its outcome.
+type Pending struct {
+	s      *Store
+	r      *request
+	queued time.Time
+}
+
+// Update queues one edit and waits for the round that writes it (Begin,
+// then Wait).
 func (s *Store) Update(ctx context.Context, e Edit) (Result, error) {
+	return s.Begin(ctx, e).Wait()
+}
+
+// Begin queues one edit and returns at once, so that the caller can do
+// other work while the writer gathers edits. ctx bounds the wait: an edit
+// whose ctx ends before its round starts is dropped.
+func (s *Store) Begin(ctx context.Context, e Edit) *Pending {
 	r := &request{edit: &e, ctx: ctx, done: make(chan struct{})}
-	queued := s.clock.Now()
+	pd := &Pending{s: s, r: r, queued: s.clock.Now()}
 	s.mu.Lock()
 	if s.state == 2 {
 		s.mu.Unlock()
-		return Result{}, ErrStopped
+		r.err = ErrStopped
+		close(r.done)
+		return pd
 	}
 	s.pending = append(s.pending, r)
 	s.mu.Unlock()
@@ -105,9 +130,15 @@ func (s *Store) Update(ctx context.Context, e Edit) (Result, error) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return pd
+}
+
+// Wait waits for the edit's round (or its context) and returns its outcome.
+func (pd *Pending) Wait() (Result, error) {
+	s, r := pd.s, pd.r
 	select {
 	case <-r.done:
-	case <-ctx.Done():
+	case <-r.ctx.Done():
 		s.mu.Lock()
 		if !r.started {
 			for i, p := range s.pending {
@@ -117,12 +148,12 @@ func (s *Store) Update(ctx context.Context, e Edit) (Result, error) {
 				}
 			}
 			s.mu.Unlock()
-			return Result{}, ctx.Err()
+			return Result{}, r.ctx.Err()
 		}
 		s.mu.Unlock()
 		<-r.done
 	}
-	metrics.ObserveLockWait(LockName, e.Service, s.clock.Since(queued))
+	metrics.ObserveLockWait(LockName, r.edit.Service, s.clock.Since(pd.queued))
 	return r.res, r.err
 }
 
@@ -155,6 +186,7 @@ func (s *Store) Run(ctx context.Context) {
 			if len(taken) == 0 {
 				break
 			}
+			taken = append(taken, s.gather(ctx)...)
 			s.round(ctx, taken)
 			if ctx.Err() != nil {
 				return
@@ -172,6 +204,31 @@ func (s *Store) stop() {
 	for _, r := range left {
 		r.err = ErrStopped
 		close(r.done)
+	}
+}
+
+// gather waits for more edits: GatherWindow after the last one arrived, at
+// most MaxGather in all (real time: it only groups writes).
+func (s *Store) gather(ctx context.Context) []*request {
+	var out []*request
+	deadline := time.Now().Add(MaxGather)
+	for {
+		wait := min(GatherWindow, time.Until(deadline))
+		if wait <= 0 {
+			return out
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return out
+		}
+		more := s.take()
+		if len(more) == 0 {
+			return out
+		}
+		out = append(out, more...)
 	}
 }
 
