@@ -7,7 +7,8 @@
 // Contract:
 //
 //   - One writer. Callers queue Edits (Update); the goroutine running Run
-//     carries them out in rounds: a round takes every queued edit, reads
+//     carries them out in rounds: a round takes every queued edit (after
+//     waiting GatherWindow for more, MaxGather at most), reads
 //     the NSG once, applies the edits one after another to azlb's rules and
 //     writes the NSG once, with If-Match, only when a rule changed. Edits
 //     queued while a round runs share the next one. A 412 or 409 is retried
