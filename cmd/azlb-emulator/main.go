@@ -84,6 +84,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
+	var sec securityFlags
+	sec.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -99,8 +101,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "azlb-emulator: --write-budget must be at least 1")
 		return 2
 	}
+	internet, err := sec.internetPrefixes()
+	if err != nil {
+		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
+		return 2
+	}
 	id.resolve()
 	srv, err := emulator.Start(emulator.Options{
+		InternetPrefixes: internet, ServiceTags: sec.tags,
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage,
@@ -121,7 +129,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "azlb-emulator serving ARM and AAD on %s (CA certificate: %s; tenant %s, client %s)\n", srv.URL(), ca, id.tenant, id.client)
 	if *dataPlane {
-		fmt.Fprintln(stdout, "azlb-emulator data plane on: load balancers on loopback carry traffic; GET /_emulator/dataplane shows what is served")
+		fmt.Fprintln(stdout, "azlb-emulator data plane on: load balancers on loopback carry traffic where network security groups allow it (Standard SKU is closed by default); GET /_emulator/dataplane shows what is served")
 	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -78,8 +78,9 @@ func (e *Emulator) DataPlaneStatus() (dataplane.Status, bool) {
 }
 
 // dataPlaneConfig builds the data plane's configuration from every live
-// load balancer, and the time of the next completion of an operation that
-// changes it (zero: none in flight).
+// load balancer, with the network security groups that guard each member,
+// and the time of the next completion of an operation that changes it
+// (zero: none in flight).
 func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -91,6 +92,7 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 			next = op.end
 		}
 	}
+	ix := e.securityIndex(now)
 	for _, s := range e.subs {
 		for _, g := range s.groups {
 			if g.goneAt(now) {
@@ -98,13 +100,15 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 			}
 			soonest(g.deleteOp)
 			for _, en := range g.resources {
-				if en.cur == nil || !strings.EqualFold(en.kind.typ, "loadBalancers") || en.cur.phaseAt(now) == phaseGone {
+				if en.cur == nil || en.cur.phaseAt(now) == phaseGone {
 					continue
 				}
 				if en.cur.deleting {
-					soonest(en.cur.op)
+					soonest(en.cur.op) // a load balancer, NSG, vnet or NIC going away
 				}
-				cfg.Rules = append(cfg.Rules, e.lbRules(en.cur.doc, now)...)
+				if strings.EqualFold(en.kind.typ, "loadBalancers") {
+					cfg.Rules = append(cfg.Rules, e.lbRules(en.cur.doc, now, ix)...)
+				}
 			}
 		}
 	}
@@ -112,12 +116,15 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 }
 
 // lbRules translates one load balancer document (state lock held).
-func (e *Emulator) lbRules(doc obj, now time.Time) []dataplane.Rule {
+func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex) []dataplane.Rule {
 	props := propsOf(doc)
 	sku := ""
 	if s, ok := doc["sku"].(obj); ok {
 		sku = stringOf(s["name"])
 	}
+	// Basic load balancers are open by default; Standard ones are closed
+	// unless a network security group lets traffic in.
+	open := sku == "" || strings.EqualFold(sku, "Basic")
 	frontends := map[string]frontendAddr{}
 	for _, c := range children(props, "frontendIPConfigurations") {
 		frontends[strings.ToLower(stringOf(c["id"]))] = e.frontendOf(propsOf(c), now)
@@ -137,8 +144,16 @@ func (e *Emulator) lbRules(doc obj, now time.Time) []dataplane.Rule {
 			if err != nil {
 				continue // NIC-based entries have no address here
 			}
+			vnet, subnet := refID(ap["virtualNetwork"]), refID(ap["subnet"])
+			if vnet == "" && subnet != "" {
+				vnet, _, _ = strings.Cut(subnet, "/subnets/")
+			}
+			if vnet == "" {
+				vnet = refID(cp["virtualNetwork"])
+			}
 			p.members = append(p.members, dataplane.Member{Pool: id, Name: stringOf(a["name"]), Addr: ip,
-				AdminState: dataplane.AdminState(stringOf(ap["adminState"]))})
+				AdminState: dataplane.AdminState(stringOf(ap["adminState"])),
+				Security:   ix.memberSecurity(vnet, subnet, ip, open)})
 		}
 		pools[strings.ToLower(id)] = p
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,9 @@ func TestDataPlaneFollowsTheLoadBalancer(t *testing.T) {
 	fe := netip.AddrPortFrom(ip, testutil.FreePort(t, ip))
 
 	lbID := "/subscriptions/" + devenv.SubscriptionID + "/resourceGroups/" + devenv.ResourceGroup + "/providers/Microsoft.Network/loadBalancers/lb"
-	vnetID := "/subscriptions/" + devenv.SubscriptionID + "/resourceGroups/" + devenv.ResourceGroup + "/providers/Microsoft.Network/virtualNetworks/" + devenv.VnetName
+	// A Standard load balancer is closed by default: the nodes' subnet gets
+	// a security group that lets clients reach the backend port.
+	vnetID := secureNodes(t, clients, "lo", nodes, allowRule("allow-web", 100, "Internet", nodes.String(), strconv.Itoa(int(port))))
 	entries := func(down string) []*armnetwork.LoadBalancerBackendAddress {
 		var out []*armnetwork.LoadBalancerBackendAddress
 		for i, name := range []string{"node-1", "node-2"} {

@@ -3,6 +3,8 @@ package emulator
 import (
 	"encoding/json"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,6 +70,7 @@ func FuzzPublicIPPUT(f *testing.F) {
 func FuzzNetworkPUT(f *testing.F) {
 	f.Add("virtualNetworks", `{"location":"eastus","properties":{"addressSpace":{"addressPrefixes":["10.1.0.0/16"]},"subnets":[{"name":"s","properties":{"addressPrefixes":["10.1.0.0/24","fd00::/64"]}}]}}`)
 	f.Add("networkSecurityGroups", `{"location":"eastus","properties":{"securityRules":[{"name":"r","properties":{"priority":100,"direction":"Inbound","access":"Allow","protocol":"Tcp"}}]}}`)
+	f.Add("networkSecurityGroups", `{"location":"eastus","properties":{"securityRules":[{"name":"r","properties":{"priority":100,"direction":"Inbound","access":"Allow","protocol":"Tcp","sourceAddressPrefixes":["10.0.0.0/8"],"sourcePortRange":"*","destinationAddressPrefix":"VirtualNetwork","destinationPortRanges":["80","443-444"]}}]}}`)
 	f.Add("natGateways", `{"location":"eastus","properties":{"publicIpAddresses":[{"id":"`+netID("rg", "publicIPAddresses", "pip2")+`"}]}}`)
 	f.Add("publicIPPrefixes", `{"location":"eastus","properties":{"prefixLength":30}}`)
 	f.Add("networkInterfaces", `{"location":"eastus","properties":{"ipConfigurations":[{"name":"c","properties":{"subnet":{"id":"`+netID("rg", "virtualNetworks", "vnet")+`/subnets/nodes"}}}]}}`)
@@ -174,5 +177,115 @@ func FuzzComputePUT(f *testing.F) {
 		checkNoServerError(t, http.MethodGet, computePath("rg", "virtualMachineScaleSets/ss/virtualMachines"), "", h)
 		checkNoServerError(t, http.MethodGet, netPath("rg", "networkInterfaces", ""), "", h)
 		checkNoServerError(t, http.MethodGet, strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1), "", h)
+	})
+}
+
+// FuzzSecurityRulePUT: arbitrary securityRules PUTs never cause a 5xx,
+// leave the group readable, and what is accepted compiles for the data
+// plane with every port range and prefix it holds.
+func FuzzSecurityRulePUT(f *testing.F) {
+	f.Add(`{"properties":{"priority":100,"direction":"Inbound","access":"Allow","protocol":"Tcp","sourceAddressPrefix":"Internet","sourcePortRange":"*","destinationAddressPrefix":"10.0.0.0/24","destinationPortRange":"80-81"}}`)
+	f.Add(`{"properties":{"priority":"4096","direction":"Outbound","access":"Deny","protocol":"*","sourceAddressPrefixes":["10.0.0.4","fd00::/64"],"sourcePortRanges":["1","2-3"],"destinationAddressPrefix":"*","destinationPortRange":"*"}}`)
+	f.Add(`{"properties":{"priority":100,"direction":"Inbound","access":"Allow","protocol":"Udp","sourceAddressPrefixes":["*"],"sourcePortRange":"80,81","destinationAddressPrefix":"AzureFrontDoor.Backend","destinationPortRange":"65536"}}`)
+	f.Add(`{"properties":{"description":7,"sourceApplicationSecurityGroups":[{"id":""}],"destinationPortRanges":"x"}}`)
+	h := seedHandler(f)
+	h.mustDo(f, 201, http.MethodPut, netPath("rg", "networkSecurityGroups", "nsg"), `{"location":"eastus"}`)
+	path := strings.Replace(netPath("rg", "networkSecurityGroups", "nsg"), "?", "/securityRules/fz?", 1)
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := h.do(t, http.MethodPut, path, body, nil)
+		checkNoServerError(t, http.MethodGet, netPath("rg", "networkSecurityGroups", "nsg"), "", h)
+		if rec.Code/100 != 2 {
+			return
+		}
+		h.emu.mu.RLock()
+		ix := h.emu.securityIndex(h.emu.clock.Now())
+		g := ix.group(netID("rg", "networkSecurityGroups", "nsg"))
+		h.emu.mu.RUnlock()
+		for _, r := range g.Rules {
+			if r.Name == "fz" && (len(r.SourcePorts) == 0 || len(r.DestinationPorts) == 0) {
+				t.Fatalf("accepted rule %s compiled without ports: %+v", body, r)
+			}
+		}
+	})
+}
+
+// FuzzPortRange: parsePortRange accepts exactly "*", "N" and "A-B" in
+// canonical decimal with 0 <= A <= B <= 65535.
+func FuzzPortRange(f *testing.F) {
+	for _, s := range []string{"*", "0", "80", "65535", "65536", "1-2", "2-1", "080", "-", "1-", " 1", "1,2", "+1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, ok := parsePortRange(s)
+		if !ok {
+			return
+		}
+		if r.From > r.To {
+			t.Fatalf("%q: %d > %d", s, r.From, r.To)
+		}
+		want := strconv.Itoa(int(r.From))
+		if r.From != r.To || strings.Contains(s, "-") {
+			want += "-" + strconv.Itoa(int(r.To))
+		}
+		if s != "*" && s != want {
+			t.Fatalf("%q accepted as %v (canonically %q)", s, r, want)
+		}
+	})
+}
+
+// FuzzNSGPrefix: an accepted address prefix is canonical (no host bits,
+// no zone, no IPv4-mapped form), and an IPv4 one prints back as given.
+func FuzzNSGPrefix(f *testing.F) {
+	for _, s := range []string{"10.0.0.0/8", "10.0.0.1", "10.0.0.1/8", "fd00::/64", "::ffff:1.2.3.4", "fe80::1%eth0", "1.2.3.4/33", "Internet"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, ok := parseNSGPrefix(s)
+		if !ok {
+			return
+		}
+		if p != p.Masked() || p.Addr().Zone() != "" || p.Addr().Is4In6() {
+			t.Fatalf("%q accepted as %v", s, p)
+		}
+		// IPv4 in its one canonical text; IPv6 in any of its forms.
+		if p.Addr().Is4() && s != p.String() && s != p.Addr().String() {
+			t.Fatalf("%q accepted as %v", s, p)
+		}
+	})
+}
+
+// FuzzSubtractPrefixes: an address is in base minus remove exactly when it
+// is in base and in no prefix of remove, and the result's prefixes are
+// disjoint.
+func FuzzSubtractPrefixes(f *testing.F) {
+	f.Add([]byte{127, 0, 0, 0, 8}, []byte{127, 240, 0, 0, 12, 127, 0, 0, 1, 32}, []byte{127, 241, 3, 4})
+	f.Add([]byte{10, 0, 0, 0, 30}, []byte{10, 0, 0, 1, 32}, []byte{10, 0, 0, 2})
+	prefixes := func(b []byte) []netip.Prefix {
+		var out []netip.Prefix
+		for ; len(b) >= 5 && len(out) < 8; b = b[5:] {
+			out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte(b[:4])), int(b[4])%33).Masked())
+		}
+		return out
+	}
+	in := func(ps []netip.Prefix, a netip.Addr) int {
+		n := 0
+		for _, p := range ps {
+			if p.Contains(a) {
+				n++
+			}
+		}
+		return n
+	}
+	f.Fuzz(func(t *testing.T, base, remove, addr []byte) {
+		if len(addr) < 4 {
+			return
+		}
+		b, r := prefixes(base), prefixes(remove)
+		got := subtractPrefixes(b, r)
+		a := netip.AddrFrom4([4]byte(addr[:4]))
+		want := in(b, a) > 0 && in(r, a) == 0
+		if n := in(got, a); (n > 0) != want || n > 1 && len(b) == 1 {
+			t.Fatalf("%v - %v = %v: %s is in %d result prefixes, want in: %v", b, r, got, a, n, want)
+		}
 	})
 }

@@ -2,7 +2,9 @@ package emulator
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 func init() {
@@ -34,7 +36,35 @@ var defaultSecurityRules = []struct {
 	{"DenyAllOutBound", "Deny all outbound traffic", "*", "*", "Deny", "Outbound", 65500},
 }
 
-func normSecurityRule(id string, cp obj, path string) *armError {
+// Limits of one network security group (Azure's documented limits).
+const (
+	maxSecurityRules    = 1000
+	maxPrefixesPerSide  = 4000
+	maxRuleDescription  = 140
+	maxSecurityRuleName = 80
+)
+
+// ruleNameRE is the name rule of security rules: up to 80 characters,
+// starting with a word character, ending with a word character or '_',
+// with word characters, '.', '-' and '_' in between.
+var ruleNameRE = regexp.MustCompile(`^[0-9A-Za-z_]([0-9A-Za-z_.-]*[0-9A-Za-z_])?$`)
+
+// ruleSide names the members of one side of a security rule.
+type ruleSide struct {
+	prefix, prefixes, asgs string // JSON members
+	label                  string // the side in messages: Source or Destination
+}
+
+var (
+	sourceSide      = ruleSide{"sourceAddressPrefix", "sourceAddressPrefixes", "sourceApplicationSecurityGroups", "Source"}
+	destinationSide = ruleSide{"destinationAddressPrefix", "destinationAddressPrefixes", "destinationApplicationSecurityGroups", "Destination"}
+)
+
+func normSecurityRule(e *Emulator, name, id string, cp obj, path string) *armError {
+	if len(name) > maxSecurityRuleName || !ruleNameRE.MatchString(name) {
+		return nrpError(http.StatusBadRequest, "InvalidResourceName",
+			"Resource name %s is invalid. The name can be up to 80 characters long. It must begin with a word character, and it must end with a word character or with '_'. The name may contain word characters or '.', '-', '_'.", name)
+	}
 	if _, err := enumProp(cp, "protocol", path, "", "Tcp", "Udp", "Icmp", "Esp", "Ah", "*"); err != nil {
 		return err
 	}
@@ -58,11 +88,167 @@ func normSecurityRule(id string, cp obj, path string) *armError {
 			"Security rule %s has invalid Priority. Value provided: %d. Allowed range 100-4096.", id, prio)
 	}
 	cp["priority"] = prio
-	for _, k := range []string{"sourcePortRanges", "destinationPortRanges", "sourceAddressPrefixes", "destinationAddressPrefixes"} {
-		if _, _, err := getArr(cp, k, path); err != nil {
-			return errBadShape(err)
+	desc, _, err := getStr(cp, "description", path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	if n := utf8.RuneCountInString(desc); n > maxRuleDescription {
+		return nrpError(http.StatusBadRequest, "SecurityRuleDescriptionTooLong",
+			"Security rule %s has a description of %d characters; at most %d are allowed.", id, n, maxRuleDescription)
+	}
+	for _, side := range []ruleSide{sourceSide, destinationSide} {
+		if ae := e.checkRuleAddresses(cp, id, path, side); ae != nil {
+			return ae
 		}
+	}
+	for _, k := range [][2]string{{"sourcePortRange", "sourcePortRanges"}, {"destinationPortRange", "destinationPortRanges"}} {
+		if ae := checkRulePorts(cp, id, path, k[0], k[1]); ae != nil {
+			return ae
+		}
+	}
+	for _, k := range []string{"sourcePortRanges", "destinationPortRanges", "sourceAddressPrefixes", "destinationAddressPrefixes"} {
 		setDefault(cp, k, []any{})
+	}
+	return nil
+}
+
+// stringList reads an array of strings.
+func stringList(m obj, key, path string) ([]string, *armError) {
+	arr, _, err := getArr(m, key, path)
+	if err != nil {
+		return nil, errBadShape(err)
+	}
+	out := make([]string, 0, len(arr))
+	for i, v := range arr {
+		s, ok := v.(string)
+		if !ok {
+			return nil, errBadShape(&fieldError{indexPath(joinPath(path, key), i), "expected a string, got " + jsonKind(v)})
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// upperFirst is a JSON member name as NRP's messages spell it.
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// checkRuleAddresses validates one side's address prefix(es): one of the
+// singular prefix, the plural prefixes or application security groups;
+// the singular a CIDR, an IP, "*" or a known service tag; the plural CIDRs
+// and IPs only.
+func (e *Emulator) checkRuleAddresses(cp obj, id, path string, side ruleSide) *armError {
+	single, _, err := getStr(cp, side.prefix, path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	plural, ae := stringList(cp, side.prefixes, path)
+	if ae != nil {
+		return ae
+	}
+	asgs, _, err := getRefList(cp, side.asgs, path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	switch {
+	case single != "" && len(plural) > 0:
+		return nrpError(http.StatusBadRequest, "SecurityRuleInvalidAddressPrefix",
+			"Security rule %s specifies both %s and %s; only one of them may be given.", id, upperFirst(side.prefix), upperFirst(side.prefixes))
+	case single == "" && len(plural) == 0 && len(asgs) == 0:
+		return nrpError(http.StatusBadRequest, "SecurityRuleParameterRequired",
+			"Security rule %s must specify %s, %s or %s.", id, upperFirst(side.prefix), upperFirst(side.prefixes), upperFirst(side.asgs))
+	}
+	if single != "" {
+		if _, ok := parseNSGPrefix(single); !ok && single != "*" && !e.knownTag(single) {
+			return errInvalidAddressPrefix(id, single)
+		}
+	}
+	for _, p := range plural {
+		if _, ok := parseNSGPrefix(p); ok {
+			continue
+		}
+		if p == "*" || e.knownTag(p) {
+			return nrpError(http.StatusBadRequest, "SecurityRuleParameterContainsUnsupportedValue",
+				"Security rule parameter %s for rule with Id %s cannot specify existing VIRTUALNETWORK, INTERNET, AZURELOADBALANCER, '*' or system tags. Unsupported value used: %s.",
+				upperFirst(side.prefixes), id, p)
+		}
+		return errInvalidAddressPrefix(id, p)
+	}
+	return nil
+}
+
+func errInvalidAddressPrefix(id, v string) *armError {
+	return nrpError(http.StatusBadRequest, "SecurityRuleInvalidAddressPrefix",
+		"Security rule %s has invalid Address prefix. Value provided: %s.", id, v)
+}
+
+// checkRulePorts validates one side's port range(s): one of the singular
+// range ("*", "N" or "A-B") or the plural ranges ("N" or "A-B").
+func checkRulePorts(cp obj, id, path, singleKey, pluralKey string) *armError {
+	single, _, err := getStr(cp, singleKey, path)
+	if err != nil {
+		return errBadShape(err)
+	}
+	plural, ae := stringList(cp, pluralKey, path)
+	if ae != nil {
+		return ae
+	}
+	switch {
+	case single != "" && len(plural) > 0:
+		return nrpError(http.StatusBadRequest, "SecurityRuleInvalidPortRange",
+			"Security rule %s specifies both %s and %s; only one of them may be given.", id, upperFirst(singleKey), upperFirst(pluralKey))
+	case single == "" && len(plural) == 0:
+		return nrpError(http.StatusBadRequest, "SecurityRuleParameterRequired",
+			"Security rule %s must specify %s or %s.", id, upperFirst(singleKey), upperFirst(pluralKey))
+	}
+	if single != "" {
+		if _, ok := parsePortRange(single); !ok {
+			return errInvalidPortRange(single)
+		}
+	}
+	for _, p := range plural {
+		if p == "*" {
+			return nrpError(http.StatusBadRequest, "SecurityRuleParameterContainsUnsupportedValue",
+				"Security rule parameter %s for rule with Id %s cannot specify '*'. Unsupported value used: *.", upperFirst(pluralKey), id)
+		}
+		if _, ok := parsePortRange(p); !ok {
+			return errInvalidPortRange(p)
+		}
+	}
+	return nil
+}
+
+func errInvalidPortRange(v string) *armError {
+	return nrpError(http.StatusBadRequest, "SecurityRuleInvalidPortRange",
+		"Security rule has invalid Port range. Value provided: %s. Value should be an integer OR integer range with '-' delimiter. Valid range 0-65535.", v)
+}
+
+// checkNSGRules applies the group-wide rules to the security rules an NSG
+// would hold after a write: at most 1,000 rules, no two with the same
+// priority and direction, at most 4,000 source and 4,000 destination
+// address prefixes summed over the rules (a singular prefix counts 1).
+func checkNSGRules(nsgID string, rules []any) *armError {
+	if len(rules) > maxSecurityRules {
+		return nrpError(http.StatusBadRequest, "SecurityRuleCountLimitReached",
+			"A security group cannot have more than %d security rules.", maxSecurityRules)
+	}
+	if ae := checkRulePriorities(rules); ae != nil {
+		return ae
+	}
+	for _, side := range []ruleSide{sourceSide, destinationSide} {
+		n := 0
+		for _, r := range rules {
+			cp := propsOf(r.(obj))
+			if s, _ := cp[side.prefix].(string); s != "" {
+				n++
+			}
+			arr, _ := cp[side.prefixes].([]any)
+			n += len(arr)
+		}
+		if n > maxPrefixesPerSide {
+			return nrpError(http.StatusBadRequest, "SecurityRuleAddressesOrPortsPerSecurityGroupLimitReached",
+				"Network security group %s has %d %sAddressPrefixes. A security group cannot have more than %d %sAddressPrefixes as per the limit MaxSecurityRuleAddressesOrPortsPerSecurityGroup.",
+				nsgID, n, side.label, maxPrefixesPerSide, side.label)
+		}
 	}
 	return nil
 }
@@ -92,11 +278,13 @@ func normalizeNSG(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 	}
 	id := doc["id"].(string)
 	rules, ae := normChildren(props, "securityRules", id, securityRuleColl.fullType, "properties", nil,
-		func(_, rid string, cp obj, path string) *armError { return normSecurityRule(rid, cp, path) })
+		func(name, rid string, cp obj, path string) *armError {
+			return normSecurityRule(wc.e, name, rid, cp, path)
+		})
 	if ae != nil {
 		return nil, ae
 	}
-	if ae := checkRulePriorities(rules); ae != nil {
+	if ae := checkNSGRules(id, rules); ae != nil {
 		return nil, ae
 	}
 	props["securityRules"] = rules
@@ -128,7 +316,7 @@ func putSecurityRule(wc *writeCtx, parent obj, name string, in obj, existing obj
 	}
 	cp = shallowCopy(cp)
 	delete(cp, "provisioningState")
-	if ae := normSecurityRule(rid, cp, "properties"); ae != nil {
+	if ae := normSecurityRule(wc.e, name, rid, cp, "properties"); ae != nil {
 		return nil, ae
 	}
 	child := obj{"name": name, "id": rid, "type": securityRuleType, "properties": cp}
@@ -139,7 +327,7 @@ func putSecurityRule(wc *writeCtx, parent obj, name string, in obj, existing obj
 			rules = append(rules, r)
 		}
 	}
-	if ae := checkRulePriorities(append(rules, child)); ae != nil {
+	if ae := checkNSGRules(stringOf(parent["id"]), append(rules, child)); ae != nil {
 		return nil, ae
 	}
 	return child, nil

@@ -16,6 +16,9 @@ const (
 	DefaultClientSecret   = "emulator-secret"
 	DefaultPublicIPv4CIDR = "20.40.0.0/16"
 	DefaultPublicIPv6CIDR = "2603:1030:40::/48"
+	// DefaultInternetPrefixes is what the Internet service tag stands for
+	// in the data plane unless Options.InternetPrefixes says otherwise.
+	DefaultInternetPrefixes = "127.0.0.0/8"
 	// DefaultDataPlanePublicIPv4CIDR is where public IPv4 addresses come
 	// from when the data plane is on: a loopback range, so that the data
 	// plane can listen on them.
@@ -69,6 +72,18 @@ type Options struct {
 	// DataPlaneLogger receives the data plane's state changes (probe
 	// transitions, frontends it cannot listen on).
 	DataPlaneLogger klog.Logger
+	// InternetPrefixes are the source addresses the data plane's network
+	// security groups count as the Internet service tag, except those
+	// inside a virtual network's address space (VirtualNetwork). nil
+	// means DefaultInternetPrefixes (all of 127.0.0.0/8, so that a client
+	// on the host, which Linux gives the source 127.0.0.1, is the
+	// Internet); an empty non-nil slice means none.
+	InternetPrefixes []netip.Prefix
+	// ServiceTags are service tags and the prefixes they stand for in the
+	// data plane (for example "AzureFrontDoor.Backend": 127.1.2.0/24).
+	// Their names are accepted in security rules besides the emulator's
+	// built-in list; a built-in tag not listed here matches no address.
+	ServiceTags map[string][]netip.Prefix
 	// TenantID, ClientID and ClientSecret name the one client-credentials
 	// identity the AAD endpoint accepts. Empty fields take the Default*
 	// constants.
@@ -102,6 +117,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PublicIPv6CIDR == "" {
 		o.PublicIPv6CIDR = DefaultPublicIPv6CIDR
+	}
+	if o.InternetPrefixes == nil {
+		o.InternetPrefixes = []netip.Prefix{netip.MustParsePrefix(DefaultInternetPrefixes)}
 	}
 	if o.TenantID == "" {
 		o.TenantID = DefaultTenantID
@@ -146,6 +164,9 @@ func (o Options) validate() error {
 	if err := o.validateServiceGateway(); err != nil {
 		return err
 	}
+	if err := o.validateTags(); err != nil {
+		return err
+	}
 	if v6.Bits() > 120 {
 		return fmt.Errorf("emulator: PublicIPv6CIDR %q is too small (need /120 or larger)", o.PublicIPv6CIDR)
 	}
@@ -159,6 +180,29 @@ func (o Options) validateServiceGateway() error {
 	}
 	if o.ServiceGatewayPageSize < 1 || o.ServiceGatewayPageSize > 100000 {
 		return fmt.Errorf("emulator: service gateway page size (pageSize) %d must be between 1 and 100000", o.ServiceGatewayPageSize)
+	}
+	return nil
+}
+
+// validateTags checks the Internet prefixes and the service tags.
+func (o Options) validateTags() error {
+	for _, p := range o.InternetPrefixes {
+		if !p.IsValid() {
+			return fmt.Errorf("emulator: InternetPrefixes holds an invalid prefix")
+		}
+	}
+	for name, ps := range o.ServiceTags {
+		if !validTagName(name) {
+			return fmt.Errorf("emulator: service tag name %q is invalid (letters, digits, '.', '_' and '-', starting with a letter)", name)
+		}
+		if isBuiltinAddressTag(name) {
+			return fmt.Errorf("emulator: service tag %q cannot be configured (Internet, VirtualNetwork and AzureLoadBalancer are built in)", name)
+		}
+		for _, p := range ps {
+			if !p.IsValid() {
+				return fmt.Errorf("emulator: service tag %q holds an invalid prefix", name)
+			}
+		}
 	}
 	return nil
 }

@@ -87,6 +87,11 @@ type Member struct {
 	Pool, Name string
 	Addr       netip.Addr
 	AdminState AdminState
+	// Security is what guards the member's inbound traffic (flows and
+	// probes): the network security groups of its subnet and NIC. nil
+	// lets nothing through (a Standard load balancer's member without
+	// any); OpenSecurity() lets everything through.
+	Security *Security
 }
 
 // Probe is a health probe.

@@ -49,7 +49,8 @@ func (r *rig) backend(i int) *testutil.Backend {
 func (r *rig) members(states ...dataplane.AdminState) []dataplane.Member {
 	var ms []dataplane.Member
 	for i, s := range states {
-		ms = append(ms, dataplane.Member{Pool: "pool", Name: "m" + strconv.Itoa(i+1), Addr: r.addr(i + 1), AdminState: s})
+		ms = append(ms, dataplane.Member{Pool: "pool", Name: "m" + strconv.Itoa(i+1), Addr: r.addr(i + 1), AdminState: s,
+			Security: dataplane.OpenSecurity()})
 	}
 	return ms
 }

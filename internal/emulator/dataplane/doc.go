@@ -8,7 +8,7 @@
 //
 //   - The emulator drives it through one narrow call: Apply(Config) with
 //     the whole desired state (every load balancing rule, its frontend
-//     address and port, its members with their admin states, its probe,
+//     address and port, its members with their admin states and security, its probe,
 //     idle timeout, TCP reset and distribution mode). Apply is idempotent
 //     and never fails; what cannot be served (a frontend that is not an
 //     IPv4 loopback address, port 0, protocol All, a port already taken) is reported
@@ -26,6 +26,18 @@
 //     connect, or HTTP(S) GET expecting 200) every Interval; Threshold
 //     consecutive results change their state; an HTTP answer other than 200
 //     takes a member out at once. A member starts Down until probed Up.
+//   - Network security follows Azure: each member carries its Security (the
+//     network security groups of its subnet and NIC, with service tags
+//     resolved to prefixes by the emulator). Once the load balancer has
+//     chosen a member, a new flow must pass the subnet's group, then the
+//     NIC's (lowest priority number that matches wins; a level without a
+//     group allows); the source is the client's address and port as seen
+//     on loopback, the destination the frontend (floating IP) or the
+//     member and backend port. A member with neither group gets nothing
+//     unless Security.Open (Basic SKU). A denied TCP connection is reset
+//     before a byte is relayed, a denied datagram dropped; probes pass the
+//     same groups from ProbeSource (168.63.129.16). Denials are counted per
+//     security rule. Established flows are not evaluated again.
 //   - Established TCP flows are never moved: a member going Down (probe or
 //     admin state) keeps its flows; a UDP flow moves to another member with
 //     its next datagram, as Azure does. A member removed from the pool has its

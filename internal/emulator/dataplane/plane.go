@@ -53,6 +53,9 @@ type Plane struct {
 	rules   map[string]*ruleState // lower(rule id)
 	targets map[healthKey]*target
 
+	dmu    sync.Mutex
+	denied map[deniedKey]*deniedCount // flows and probes refused by a security rule
+
 	stopSweep chan struct{}
 	wg        sync.WaitGroup
 }
@@ -79,14 +82,74 @@ type ruleState struct {
 func (rs *ruleState) served() bool { return rs.ln != nil || rs.udp != nil }
 
 type ruleCounters struct {
-	newFlows, noBackend, backendFailures, idleTimeouts, drainResets atomic.Uint64
-	bytesIn, bytesOut                                               atomic.Uint64
-	active                                                          atomic.Int64
+	newFlows, noBackend, backendFailures, idleTimeouts, drainResets, denied atomic.Uint64
+	bytesIn, bytesOut                                                       atomic.Uint64
+	active                                                                  atomic.Int64
 }
 
 type memberStats struct {
-	newFlows atomic.Uint64
-	active   atomic.Int64
+	newFlows, denied atomic.Uint64
+	active           atomic.Int64
+}
+
+// deniedKey names a security rule (lower-cased NSG id and rule name).
+type deniedKey struct{ nsg, rule string }
+
+// deniedCount counts what one security rule refused.
+type deniedCount struct {
+	nsg, rule     string
+	flows, probes atomic.Uint64
+}
+
+func keyOf(nsg, rule string) deniedKey { return deniedKey{strings.ToLower(nsg), strings.ToLower(rule)} }
+
+// countDenied records a flow (or a probe) a security rule refused.
+func (p *Plane) countDenied(v Verdict, probe bool) {
+	p.dmu.Lock()
+	k := keyOf(v.NSG, v.Rule)
+	c := p.denied[k]
+	if c == nil {
+		c = &deniedCount{nsg: v.NSG, rule: v.Rule}
+		p.denied[k] = c
+	}
+	p.dmu.Unlock()
+	if probe {
+		c.probes.Add(1)
+	} else {
+		c.flows.Add(1)
+	}
+}
+
+// pruneDenied forgets the counters of security rules no member is guarded
+// by any more (p.mu held).
+func (p *Plane) pruneDenied(cfg Config) {
+	keep := map[deniedKey]bool{}
+	seen := map[*SecurityGroup]bool{}
+	for _, r := range cfg.Rules {
+		for _, m := range r.Members {
+			gs := m.Security.groups()
+			if len(gs) == 0 && (m.Security == nil || !m.Security.Open) {
+				keep[keyOf("", DeniedNoNSG)] = true
+			}
+			for _, g := range gs {
+				if seen[g] {
+					continue
+				}
+				seen[g] = true
+				keep[keyOf(g.ID, noMatch)] = true
+				for _, sr := range g.Rules {
+					keep[keyOf(g.ID, sr.Name)] = true
+				}
+			}
+		}
+	}
+	p.dmu.Lock()
+	defer p.dmu.Unlock()
+	for k := range p.denied {
+		if !keep[k] {
+			delete(p.denied, k)
+		}
+	}
 }
 
 // New starts a Plane with nothing to serve.
@@ -107,10 +170,12 @@ func New(o Options) *Plane {
 		o:         o,
 		rules:     map[string]*ruleState{},
 		targets:   map[healthKey]*target{},
+		denied:    map[deniedKey]*deniedCount{},
 		stopSweep: make(chan struct{}),
 	}
 	p.prober = &prober{clock: o.Clock, timeout: o.ProbeTimeout, wg: &p.wg,
-		logf: func(format string, args ...any) { o.Logger.Info(fmt.Sprintf(format, args...)) }}
+		logf:   func(format string, args ...any) { o.Logger.Info(fmt.Sprintf(format, args...)) },
+		denied: func(v Verdict) { p.countDenied(v, true) }}
 	p.wg.Add(1)
 	go p.sweep()
 	return p
@@ -127,7 +192,7 @@ func (p *Plane) Apply(cfg Config) {
 		return
 	}
 	seen := map[string]bool{}
-	want := map[healthKey]Probe{}
+	want := map[healthKey]probeWant{}
 	type socket struct {
 		addr  netip.AddrPort
 		proto Protocol
@@ -155,8 +220,9 @@ func (p *Plane) Apply(cfg Config) {
 		}
 		if reason == "" && r.Probe != nil {
 			for _, m := range r.Members {
-				if reachable(m.Addr) {
-					want[healthKey{strings.ToLower(r.Probe.ID), m.Addr}] = *r.Probe
+				k := healthKey{strings.ToLower(r.Probe.ID), m.Addr}
+				if _, dup := want[k]; !dup && reachable(m.Addr) {
+					want[k] = probeWant{probe: *r.Probe, sec: m.Security}
 				}
 			}
 		}
@@ -173,6 +239,14 @@ func (p *Plane) Apply(cfg Config) {
 	for _, rs := range applied {
 		rs.resolve(p.targets)
 	}
+	p.pruneDenied(cfg)
+}
+
+// probeWant is what a target should probe, and the security groups its
+// probes must pass.
+type probeWant struct {
+	probe Probe
+	sec   *Security
 }
 
 // setRule installs r as rs's configuration: its listener follows the
@@ -280,31 +354,33 @@ func (rs *ruleState) resetFlowsLocked(keep func(*flow) bool) {
 }
 
 // syncTargets starts, restarts (probe changed) and stops probing loops so
-// that exactly want is probed (p.mu held).
-func (p *Plane) syncTargets(want map[healthKey]Probe) {
+// that exactly want is probed (p.mu held). A change of security groups
+// applies from the next probe on.
+func (p *Plane) syncTargets(want map[healthKey]probeWant) {
 	for k, t := range p.targets {
-		pr, ok := want[k]
+		w, ok := want[k]
 		if !ok {
 			t.halt()
 			delete(p.targets, k)
 			continue
 		}
 		t.mu.Lock()
-		same := t.probe == pr
+		same := t.probe == w.probe
+		t.sec = w.sec
 		t.mu.Unlock()
 		if !same {
 			t.halt()
 			t.mu.Lock()
-			t.probe = pr
+			t.probe = w.probe
 			t.mu.Unlock()
 			p.prober.start(t)
 		}
 	}
-	for k, pr := range want {
+	for k, w := range want {
 		if _, ok := p.targets[k]; ok {
 			continue
 		}
-		t := &target{key: k, probe: pr}
+		t := &target{key: k, probe: w.probe, sec: w.sec}
 		p.targets[k] = t
 		p.prober.start(t)
 	}
@@ -359,9 +435,10 @@ func (p *Plane) accept(rs *ruleState, ln net.Listener) {
 	}
 }
 
-// serve starts a new flow for client: it picks a member, connects to it
-// and relays. A flow with no eligible member, or whose member refuses, is
-// reset.
+// serve starts a new flow for client: it picks a member, lets the
+// member's security groups decide, connects to it and relays. A flow with
+// no eligible member, denied by a security rule, or whose member refuses,
+// is reset.
 func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	src, _ := netip.ParseAddrPort(client.RemoteAddr().String())
 	dst, _ := netip.ParseAddrPort(client.LocalAddr().String())
@@ -375,6 +452,15 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	rs.mu.Unlock()
 	if !ok {
 		rs.counters.noBackend.Add(1)
+		resetConn(client)
+		return
+	}
+	// Azure chooses the member by hash first; its security groups then
+	// drop what they deny (no other member is tried).
+	if v := m.Security.Evaluate(ProtocolTCP, src, securityDst(cfg, m.Addr)); !v.Allowed {
+		rs.counters.denied.Add(1)
+		m.stats.denied.Add(1)
+		p.countDenied(v, false)
 		resetConn(client)
 		return
 	}
@@ -397,6 +483,16 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	rs.counters.newFlows.Add(1)
 	m.stats.newFlows.Add(1)
 	f.relay(p.o.Clock.Now)
+}
+
+// securityDst is a flow's destination as the member's security groups see
+// it: the frontend's address and port with floating IP, the member's
+// address and the backend port without.
+func securityDst(cfg Rule, member netip.Addr) netip.AddrPort {
+	if cfg.FloatingIP {
+		return cfg.Frontend
+	}
+	return netip.AddrPortFrom(member, cfg.BackendPort)
 }
 
 // adopt registers a new flow; false when the rule stopped serving

@@ -32,6 +32,7 @@ type target struct {
 
 	mu        sync.Mutex
 	probe     Probe
+	sec       *Security // the security groups probes must pass
 	up        bool
 	successes int // consecutive
 	failures  int // consecutive
@@ -84,6 +85,7 @@ type prober struct {
 	clock   clock.WithTicker
 	timeout time.Duration // upper bound of one probe
 	logf    func(format string, args ...any)
+	denied  func(Verdict) // a probe refused by a security rule
 	wg      *sync.WaitGroup
 }
 
@@ -110,7 +112,7 @@ func (p *prober) start(t *target) {
 			}
 		}()
 		for {
-			down, err := p.once(ctx, pr, t.key.addr)
+			down, err := p.guarded(ctx, t, pr)
 			if ctx.Err() != nil {
 				return
 			}
@@ -144,6 +146,26 @@ func upDown(up bool) string {
 		return "Up"
 	}
 	return "Down"
+}
+
+// ErrProbeDenied is the error of a probe the member's security groups
+// refused: it counts as an unanswered probe.
+var ErrProbeDenied = errors.New("probe denied by network security")
+
+// guarded sends one probe if the member's security groups let it through
+// (source: the AzureLoadBalancer address, destination: the member and the
+// probe port); a denied probe is a failure, as an unanswered one.
+func (p *prober) guarded(ctx context.Context, t *target, pr Probe) (down bool, err error) {
+	t.mu.Lock()
+	sec := t.sec
+	t.mu.Unlock()
+	if v := sec.Evaluate(ProtocolTCP, ProbeSource, netip.AddrPortFrom(t.key.addr, pr.Port)); !v.Allowed {
+		if p.denied != nil {
+			p.denied(v)
+		}
+		return false, fmt.Errorf("%w: %s", ErrProbeDenied, v)
+	}
+	return p.once(ctx, pr, t.key.addr)
 }
 
 // errNotOK is an HTTP probe answered with a status other than 200.

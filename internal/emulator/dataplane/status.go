@@ -9,6 +9,25 @@ import (
 // shows it as JSON.
 type Status struct {
 	Rules []RuleStatus `json:"rules"`
+	// Denied counts, per security rule, the flows and probes it refused,
+	// sorted by NSG id and rule name. A member without any security group
+	// on a load balancer that is closed by default counts under NSG ""
+	// and rule DeniedNoNSG. Entries live as long as a member is guarded
+	// by that rule.
+	Denied []DeniedStatus `json:"denied"`
+}
+
+// DeniedStatus is what one security rule refused.
+type DeniedStatus struct {
+	// NSG is the network security group's id ("" for DeniedNoNSG).
+	NSG string `json:"nsg"`
+	// Rule is the rule's name: a custom rule, a default one
+	// (DenyAllInBound) or DeniedNoNSG.
+	Rule string `json:"rule"`
+	// Flows counts new TCP connections reset and UDP datagrams dropped;
+	// Probes the health probes refused.
+	Flows  uint64 `json:"flows"`
+	Probes uint64 `json:"probes"`
 }
 
 // RuleStatus is one rule: its configuration as served, why it is not
@@ -54,7 +73,10 @@ type Counters struct {
 	// flows reset because their member left the pool.
 	IdleTimeouts uint64 `json:"idleTimeouts"`
 	DrainResets  uint64 `json:"drainResets"`
-	ActiveFlows  int64  `json:"activeFlows"`
+	// Denied counts new flows (TCP connections reset, UDP datagrams
+	// dropped) that the chosen member's security groups refused.
+	Denied      uint64 `json:"denied"`
+	ActiveFlows int64  `json:"activeFlows"`
 	// BytesIn went from clients to members, BytesOut back.
 	BytesIn  uint64 `json:"bytesIn"`
 	BytesOut uint64 `json:"bytesOut"`
@@ -72,10 +94,20 @@ type MemberStatus struct {
 	// Probes counts the probes sent to the member under the rule's probe.
 	Probes         uint64 `json:"probes"`
 	LastProbeError string `json:"lastProbeError,omitempty"`
-	// Eligible says whether a new flow may go to the member now.
+	// Eligible says whether a new flow may go to the member now (its
+	// security groups may still refuse it).
 	Eligible    bool   `json:"eligible"`
 	NewFlows    uint64 `json:"newFlows"`
 	ActiveFlows int64  `json:"activeFlows"`
+	// Denied counts new flows chosen for this member that its security
+	// groups refused.
+	Denied uint64 `json:"denied"`
+	// SubnetNSG and NICNSG are the security groups guarding the member;
+	// OpenByDefault is set when it has neither and traffic still passes
+	// (Basic SKU).
+	SubnetNSG     string `json:"subnetNsg,omitempty"`
+	NICNSG        string `json:"nicNsg,omitempty"`
+	OpenByDefault bool   `json:"openByDefault,omitempty"`
 }
 
 // Status reports every rule of the last applied configuration, sorted by id.
@@ -93,7 +125,32 @@ func (p *Plane) Status() Status {
 	sort.Slice(out.Rules, func(i, j int) bool {
 		return strings.ToLower(out.Rules[i].ID) < strings.ToLower(out.Rules[j].ID)
 	})
+	p.dmu.Lock()
+	out.Denied = make([]DeniedStatus, 0, len(p.denied))
+	for _, c := range p.denied {
+		out.Denied = append(out.Denied, DeniedStatus{NSG: c.nsg, Rule: c.rule, Flows: c.flows.Load(), Probes: c.probes.Load()})
+	}
+	p.dmu.Unlock()
+	sort.Slice(out.Denied, func(i, j int) bool {
+		a, b := out.Denied[i], out.Denied[j]
+		if !strings.EqualFold(a.NSG, b.NSG) {
+			return strings.ToLower(a.NSG) < strings.ToLower(b.NSG)
+		}
+		return strings.ToLower(a.Rule) < strings.ToLower(b.Rule)
+	})
 	return out
+}
+
+// Denials returns the counter of one security rule (NSG "" and rule
+// DeniedNoNSG for members without security groups); zero when it refused
+// nothing.
+func (s Status) Denials(nsg, rule string) DeniedStatus {
+	for _, d := range s.Denied {
+		if strings.EqualFold(d.NSG, nsg) && strings.EqualFold(d.Rule, rule) {
+			return d
+		}
+	}
+	return DeniedStatus{NSG: nsg, Rule: rule}
 }
 
 func (rs *ruleState) status() RuleStatus {
@@ -107,7 +164,7 @@ func (rs *ruleState) status() RuleStatus {
 		Counters: Counters{
 			NewFlows: rs.counters.newFlows.Load(), NoBackend: rs.counters.noBackend.Load(),
 			BackendFailures: rs.counters.backendFailures.Load(), IdleTimeouts: rs.counters.idleTimeouts.Load(),
-			DrainResets: rs.counters.drainResets.Load(), ActiveFlows: rs.counters.active.Load(),
+			DrainResets: rs.counters.drainResets.Load(), Denied: rs.counters.denied.Load(), ActiveFlows: rs.counters.active.Load(),
 			BytesIn: rs.counters.bytesIn.Load(), BytesOut: rs.counters.bytesOut.Load(),
 		},
 		Members: make([]MemberStatus, 0, len(rs.members)),
@@ -123,7 +180,16 @@ func (rs *ruleState) status() RuleStatus {
 		m := &rs.members[i]
 		ms := MemberStatus{Pool: m.Pool, Name: m.Name, Address: m.Addr.String(), AdminState: string(m.AdminState),
 			Health: "Unprobed", Eligible: st.Served && m.eligible(c.Probe != nil),
-			NewFlows: m.stats.newFlows.Load(), ActiveFlows: m.stats.active.Load()}
+			NewFlows: m.stats.newFlows.Load(), ActiveFlows: m.stats.active.Load(), Denied: m.stats.denied.Load()}
+		if sec := m.Security; sec != nil {
+			if sec.Subnet != nil {
+				ms.SubnetNSG = sec.Subnet.ID
+			}
+			if sec.NIC != nil {
+				ms.NICNSG = sec.NIC.ID
+			}
+			ms.OpenByDefault = sec.Open && sec.Subnet == nil && sec.NIC == nil
+		}
 		if ms.AdminState == "" {
 			ms.AdminState = string(AdminNone)
 		}

@@ -65,7 +65,9 @@ func (s *udpServer) serve() {
 
 // flowFor returns the client's flow, starting one when there is none or
 // when its member no longer takes flows: Azure moves UDP flows off a
-// member that is Down (admin state or probe) or gone.
+// member that is Down (admin state or probe) or gone. An existing flow is
+// not evaluated again by the security groups (rule changes affect new
+// flows only); nil means the datagram is dropped.
 func (s *udpServer) flowFor(client netip.AddrPort) *udpFlow {
 	rs := s.rs
 	s.mu.Lock()
@@ -93,6 +95,14 @@ func (s *udpServer) flowFor(client netip.AddrPort) *udpFlow {
 	}
 	if !ok {
 		rs.counters.noBackend.Add(1)
+		return nil
+	}
+	// A new flow passes the member's security groups first; a denied one
+	// is dropped datagram by datagram (each is evaluated afresh).
+	if v := m.Security.Evaluate(ProtocolUDP, client, securityDst(cfg, m.Addr)); !v.Allowed {
+		rs.counters.denied.Add(1)
+		m.stats.denied.Add(1)
+		s.p.countDenied(v, false)
 		return nil
 	}
 	conn, err := net.DialUDP("udp4", &net.UDPAddr{IP: cfg.Frontend.Addr().AsSlice()},
