@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,13 @@ var DefaultNetwork = Network{
 var LoopbackNetwork = Network{
 	VnetPrefixes:   []string{"127.240.0.0/12", VnetCIDRv6},
 	SubnetPrefixes: []string{"127.240.0.0/16", SubnetCIDRv6},
+}
+
+// NodeNetwork is a virtual network and subnet of exactly the IPv4 prefix p
+// (a loopback range of a test's nodes, whose flows the data plane then
+// lets through the subnet's NSG), IPv6 as in DefaultNetwork.
+func NodeNetwork(p netip.Prefix) Network {
+	return Network{VnetPrefixes: []string{p.String(), VnetCIDRv6}, SubnetPrefixes: []string{p.String(), SubnetCIDRv6}}
 }
 
 // Option changes what Start and Connect seed.

@@ -206,7 +206,11 @@ func allowRuleOf(name string, r *allowRule) *armnetwork.SecurityRule {
 		p.SourceAddressPrefixes = ptrs(r.sources)
 	}
 	setDestinations(p, r.dsts.sorted())
-	p.DestinationPortRanges = ptrs(r.ports)
+	if len(r.ports) == 1 && r.ports[0] == "*" {
+		p.DestinationPortRange = ptr.To("*") // every port (HA ports): Azure takes "*" only in the singular field
+	} else {
+		p.DestinationPortRanges = ptrs(r.ports)
+	}
 	return &armnetwork.SecurityRule{Name: ptr.To(name), Properties: p}
 }
 

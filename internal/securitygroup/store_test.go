@@ -307,3 +307,19 @@ func TestCollect(t *testing.T) {
 		t.Fatalf("rule = %+v", r)
 	}
 }
+
+// Every port (HA ports) is written in the singular field: Azure refuses "*"
+// in destinationPortRanges.
+func TestEveryPort(t *testing.T) {
+	e := start(t)
+	edit := web("10.240.0.9")
+	edit.Allow[0].Ports = []string{"*"}
+	if _, err := e.store.Update(context.Background(), edit); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range e.rules(t) {
+		if ptr.Deref(r.Properties.DestinationPortRange, "") != "*" || len(r.Properties.DestinationPortRanges) != 0 {
+			t.Errorf("rule %s ports = %v %v", *r.Name, r.Properties.DestinationPortRange, r.Properties.DestinationPortRanges)
+		}
+	}
+}

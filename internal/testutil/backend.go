@@ -96,6 +96,14 @@ func Hello(addr netip.AddrPort, timeout time.Duration) (string, error) {
 	return get(c, addr)
 }
 
+// HelloFrom is Hello from the source address src (a loopback address the
+// emulator's data plane classifies: Internet, VirtualNetwork, a tag).
+func HelloFrom(src netip.Addr, addr netip.AddrPort, timeout time.Duration) (string, error) {
+	d := &net.Dialer{Timeout: timeout, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))}
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
+	return get(c, addr)
+}
+
 // Conn is one keep-alive connection to an address: every Get goes over the
 // same TCP connection (an established flow).
 type Conn struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/securitygroup"
 )
 
 // StartStore builds a store and runs its writer until the test ends.
@@ -21,6 +22,27 @@ func StartStore(t testing.TB, o lbstore.Options) *lbstore.Store {
 	s, err := lbstore.New(o)
 	if err != nil {
 		t.Fatalf("lbstore.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return s
+}
+
+// StartSecurityGroups builds the writer of the configuration's NSG and
+// runs it until the test ends.
+func StartSecurityGroups(t testing.TB, cfg *config.Config, c azure.SecurityGroupClient) *securitygroup.Store {
+	t.Helper()
+	s, err := securitygroup.New(securitygroup.Options{Client: c, ResourceGroup: cfg.SecurityGroupResourceGroup, Name: cfg.SecurityGroupName})
+	if err != nil {
+		t.Fatalf("securitygroup.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -60,9 +82,9 @@ func FakeConfig(t testing.TB, mutate func(*config.Config)) *config.Config {
 
 // StartEmulator starts a seeded in-process emulator (devenv) that stops when
 // the test ends; mutate edits its azure.json.
-func StartEmulator(t testing.TB, eo emulator.Options, mutate func(*config.Config)) *devenv.Env {
+func StartEmulator(t testing.TB, eo emulator.Options, mutate func(*config.Config), seed ...devenv.Option) *devenv.Env {
 	t.Helper()
-	env, err := devenv.Start(context.Background(), t.TempDir(), eo, mutate)
+	env, err := devenv.Start(context.Background(), t.TempDir(), eo, mutate, seed...)
 	if err != nil {
 		t.Fatalf("devenv: %v", err)
 	}

@@ -30,7 +30,9 @@ import (
 func TestTrafficCutover(t *testing.T) {
 	ctx := context.Background()
 	public, nodes := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil)
+	// The nodes are the subnet, so the subnet's NSG (where the controller
+	// writes the Service's allow rule) governs their flows.
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil, devenv.WithNetwork(devenv.NodeNetwork(nodes)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/provider"
@@ -78,12 +79,16 @@ func startCutoverCluster(t testing.TB, nodes int) *cutoverCluster {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	publicNet, nodeNet := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	env := testutil.StartEmulator(t, emulator.Options{DataPlane: true, PublicIPv4CIDR: publicNet.String(), Latency: cutoverLatency, WriteBudget: 1 << 30}, nil)
+	// The nodes are the subnet, so its NSG (where the provider writes the
+	// Service's allow rule) governs their flows.
+	env := testutil.StartEmulator(t, emulator.Options{DataPlane: true, PublicIPv4CIDR: publicNet.String(), Latency: cutoverLatency, WriteBudget: 1 << 30}, nil,
+		devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
 	clients := testutil.Clients(t, env, azure.ClientOptions{Source: "cutover"})
 	store := testutil.StartStore(t, lbstore.Options{Config: env.Config, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
+	sg := testutil.StartSecurityGroups(t, env.Config, clients.SecurityGroup)
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	p, err := provider.New(provider.Options{Config: env.Config, Clients: clients, Store: store, Nodes: factory.Core().V1().Nodes().Lister()})
+	p, err := provider.New(provider.Options{Config: env.Config, Clients: clients, Store: store, SecurityGroups: sg, Nodes: factory.Core().V1().Nodes().Lister()})
 	if err != nil {
 		t.Fatal(err)
 	}
