@@ -9,7 +9,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/azlb/azlb/internal/accesscontrol"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
@@ -39,21 +41,29 @@ func TestAccessControl(t *testing.T) {
 
 	// A Service on port P: its nodes serve P (floating IP: the flow reaches
 	// the node at the Service port) and answer the probe on its node port.
-	serve := func(name string, ranges ...string) (netip.AddrPort, string) {
+	serve := func(name string, ranges []string, ann map[string]string) (netip.AddrPort, string) {
 		t.Helper()
 		ingress := testutil.Nth(public, len(name)) // a distinct address per Service name length
 		svc := loadBalancerService(ns, name, int32(testutil.FreePort(t, ingress)))
 		svc.Spec.LoadBalancerSourceRanges = ranges
+		svc.Annotations = ann
 		created, err := suite.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Gone whatever happened, so that it never joins another test's
+		// load balancer: deleted, and its finalizer dropped should no
+		// controller run any more.
 		t.Cleanup(func() {
 			deleteService(t, ns, name)
-			eventually(t, 60*time.Second, "Service "+name+" deleted", func(ctx context.Context) (bool, error) {
+			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 				_, err := suite.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 				return apierrors.IsNotFound(err), nil
 			})
+			if s, err := suite.cs.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+				s.Finalizers = nil
+				_, _ = suite.cs.CoreV1().Services(ns).Update(context.Background(), s, metav1.UpdateOptions{})
+			}
 		})
 		port := uint16(created.Spec.Ports[0].Port)
 		for i, n := range names {
@@ -113,7 +123,7 @@ func TestAccessControl(t *testing.T) {
 	// before issue 25). The Service gets its IP and healthy probes, and is
 	// unreachable: Azure's DenyAllInBound.
 	a := startController(t, "a", writeConfigFor(t, env, map[string]any{"securityGroupName": ""}), false)
-	web, _ := serve("web")
+	web, _ := serve("web", nil, nil)
 	eventually(t, 60*time.Second, "web's nodes probed up", probedUp)
 	eventually(t, 30*time.Second, "the SecurityGroupNotConfigured event", hasEvent("web", "SecurityGroupNotConfigured", "securityGroupName"))
 	neverReaches("no rule", internet, web)
@@ -124,14 +134,16 @@ func TestAccessControl(t *testing.T) {
 	eventuallyReach("web reachable from Internet once its rule is written", internet, web)
 
 	// Source ranges: exactly the listed source.
-	restricted, _ := serve("restricted", allowed.String()+"/32")
+	restricted, _ := serve("restricted", []string{allowed.String() + "/32"}, nil)
 	eventuallyReach("restricted reachable from its range", allowed, restricted)
 	neverReaches("restricted", internet, restricted)
 	neverReaches("restricted", other, restricted)
 
 	// An invalid range fails closed: the valid one still gets in, nobody
-	// else does, and the event names the value.
-	typo, typoIP := serve("typo-range", allowed.String()+"/32", "127.0.0.1/24")
+	// else does, and the event names the value. (The API server refuses
+	// such a value in spec.loadBalancerSourceRanges; the annotation is
+	// azlb's to check.)
+	typo, typoIP := serve("typo-range", nil, map[string]string{accesscontrol.KeyAllowedIPRanges: allowed.String() + "/32,127.0.0.1/24"})
 	eventually(t, 30*time.Second, "the InvalidSourceRanges event", hasEvent("typo-range", "InvalidSourceRanges", `"127.0.0.1/24"`))
 	eventuallyReach("typo-range reachable from its valid range", allowed, typo)
 	neverReaches("typo-range", internet, typo)
