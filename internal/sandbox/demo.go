@@ -46,10 +46,17 @@ func demoAgentNodes() []nodeagent.Node {
 	return out
 }
 
+// RestrictedSource is the one client address the demo Service
+// "restricted" admits (spec.loadBalancerSourceRanges): a client on the host
+// picks it with `curl --interface 127.0.0.2`; a plain curl comes from
+// 127.0.0.1, which the network security group denies.
+const RestrictedSource = "127.0.0.2"
+
 // createDemo creates the demo nodes, namespace and Services: "web"
-// (ExternalTrafficPolicy=Cluster, port 80, placed automatically) and "api"
-// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation),
-// and their EndpointSlices.
+// (ExternalTrafficPolicy=Cluster, port 80, placed automatically), "api"
+// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation)
+// and "restricted" (like web, but only RestrictedSource may connect), and
+// their EndpointSlices.
 func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	for _, d := range demoNodes {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{
@@ -69,17 +76,20 @@ func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	web := demoService("web", 80, v1.ServiceExternalTrafficPolicyCluster)
 	api := demoService("api", 8080, v1.ServiceExternalTrafficPolicyLocal)
 	api.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-pool2"}
-	for _, svc := range []*v1.Service{web, api} {
+	restricted := demoService("restricted", 80, v1.ServiceExternalTrafficPolicyCluster)
+	restricted.Spec.LoadBalancerSourceRanges = []string{RestrictedSource + "/32"}
+	for _, svc := range []*v1.Service{web, api, restricted} {
 		if _, err := cs.CoreV1().Services(DemoNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create service %s: %w", svc.Name, err)
 		}
 	}
 	// The Services' pods: "web" on two nodes (traffic reaching any node is
 	// forwarded to them), "api" on aks-pool1-1 and aks-pool2-0 (only those
-	// answer its health probe).
+	// answer its health probe), "restricted" on two nodes as web.
 	for _, sl := range []*discoveryv1.EndpointSlice{
 		demoSlice("web", 80, map[string]string{"aks-pool1-0": "10.244.0.10", "aks-pool2-1": "10.244.4.10"}),
 		demoSlice("api", 8080, map[string]string{"aks-pool1-1": "10.244.1.10", "aks-pool2-0": "10.244.3.10"}),
+		demoSlice("restricted", 80, map[string]string{"aks-pool1-2": "10.244.2.30", "aks-pool2-1": "10.244.4.30"}),
 	} {
 		if _, err := cs.DiscoveryV1().EndpointSlices(DemoNamespace).Create(ctx, sl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create endpointslice %s: %w", sl.Name, err)

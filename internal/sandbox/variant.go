@@ -125,7 +125,7 @@ func (v *variantRun) demo(ctx context.Context, cs kubernetes.Interface) ([]strin
 	case VariantBasic:
 		return basicServiceNames(), nil // seeded with their Basic-era IPs
 	default:
-		return []string{"web", "api"}, createDemo(ctx, cs)
+		return []string{"web", "api", "restricted"}, createDemo(ctx, cs)
 	}
 }
 

@@ -2,7 +2,15 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -12,15 +20,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator/dataplane"
 	"github.com/azlb/azlb/internal/sandbox"
 	"github.com/azlb/azlb/internal/status"
 	"github.com/azlb/azlb/internal/testutil"
@@ -72,7 +83,7 @@ func upSandbox(t *testing.T, variant string) (sandbox.Options, *bytes.Buffer) {
 
 // sandboxClients are ARM and Kubernetes clients for a running sandbox, and
 // a renderer of its azlb status (with the service gateway in pod-based
-// mode, as the CLI shows it).
+// mode, the network security group otherwise, as the CLI shows it).
 func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interface, func() string) {
 	t.Helper()
 	ctx := context.Background()
@@ -99,6 +110,8 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 			if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
 				t.Fatal(err)
 			}
+		} else if err := status.CollectSecurityGroup(ctx, clients, cmp.Or(cfg.SecurityGroupResourceGroup, cfg.ResourceGroup), cfg.SecurityGroupName, snap); err != nil {
+			t.Fatal(err)
 		}
 		var b bytes.Buffer
 		if err := status.Render(&b, snap); err != nil {
@@ -112,8 +125,10 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 // The README's first command: everything starts, the demo Services get
 // their IPs, azlb status shows both load balancers and the Local Service's
 // dedicated pool, the Services answer through the data plane (the Local one
-// only from nodes with its endpoints), a taint shows as Down and takes the
-// node out of rotation, and Down stops every process.
+// only from nodes with its endpoints), the Service with
+// loadBalancerSourceRanges only to its source and the others only while
+// azlb's rules are in the NSG, a taint shows as Down and takes the node out
+// of rotation, and Down stops every process.
 func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
 	opts, out := upSandbox(t, "")
@@ -125,38 +140,64 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		t.Fatalf("a second sandbox up in the same directory: %v", err)
 	}
 
-	_, cs, render := sandboxClients(t, dir)
+	clients, cs, render := sandboxClients(t, dir)
 	first := render()
-	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "POOL demo.api"} {
+	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "demo/restricted", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("status lacks %q:\n%s", want, first)
 		}
 	}
 
 	// The data plane: curl http://<ingress-ip>:<port>/ shows the node that
-	// served it; the Local Service only from nodes with its endpoints.
-	web, api := sandboxFrontend(t, cs, "web"), sandboxFrontend(t, cs, "api")
-	servedBy := func(fe netip.AddrPort, allowed ...string) map[string]int {
+	// served it; the Local Service only from nodes with its endpoints. A
+	// plain curl comes from 127.0.0.1: the Internet, which azlb's rule for
+	// web and api admits (the emulator is closed by default).
+	loopback, restrictedSrc := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr(sandbox.RestrictedSource)
+	web, api, restricted := sandboxFrontend(t, cs, "web"), sandboxFrontend(t, cs, "api"), sandboxFrontend(t, cs, "restricted")
+	servedBy := func(src netip.Addr, fe netip.AddrPort, allowed ...string) map[string]int {
 		t.Helper()
 		seen := map[string]int{}
-		eventually(t, 60*time.Second, "answers from "+fe.String(), func(context.Context) (bool, error) {
-			name, err := testutil.Hello(fe, 2*time.Second)
+		eventually(t, 60*time.Second, "answers from "+fe.String()+" to "+src.String(), func(context.Context) (bool, error) {
+			name, err := sandboxHelloFrom(src, fe)
 			return err == nil && name != "", nil
 		})
 		for range 30 {
-			name, err := testutil.Hello(fe, 2*time.Second)
+			name, err := sandboxHelloFrom(src, fe)
 			if err != nil {
-				t.Fatalf("GET http://%s/: %v", fe, err)
+				t.Fatalf("GET http://%s/ from %s: %v", fe, src, err)
 			}
 			if !slices.Contains(allowed, name) {
-				t.Fatalf("GET http://%s/ answered by %q, want one of %v", fe, name, allowed)
+				t.Fatalf("GET http://%s/ from %s answered by %q, want one of %v", fe, src, name, allowed)
 			}
 			seen[name]++
 		}
 		return seen
 	}
-	servedBy(web, "aks-pool1-0", "aks-pool1-1", "aks-pool1-2")
-	servedBy(api, "aks-pool1-1", "aks-pool2-0")
+	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-1", "aks-pool1-2")
+	servedBy(loopback, api, "aks-pool1-1", "aks-pool2-0")
+
+	// restricted (loadBalancerSourceRanges 127.0.0.2/32): curl --interface
+	// 127.0.0.2 answers, a plain curl is reset by the subnet's NSG.
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var demoNodes []string
+	for _, n := range nodes.Items {
+		demoNodes = append(demoNodes, n.Name)
+	}
+	servedBy(restrictedSrc, restricted, demoNodes...)
+	sandboxDenied(t, dir, loopback, restricted)
+	for svc, want := range map[string]string{"web": "Internet", "api": "Internet", "restricted": sandbox.RestrictedSource + "/32"} {
+		if got := sourcesOf(render(), "demo/"+svc); got != want {
+			t.Errorf("azlb status: %s's sources %q, want %q", svc, got, want)
+		}
+	}
+
+	// Without azlb's rules in the NSG, web is closed to the Internet too;
+	// with them back it answers again.
+	sandboxWithoutRules(t, clients, func() error { return sandboxDeniedErr(t, dir, loopback, web) })
+	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-1", "aks-pool1-2")
 
 	setTaintsWith(t, cs, "aks-pool1-1", "node.kubernetes.io/out-of-service")
 	eventually(t, 30*time.Second, "aks-pool1-1 Down in azlb status", func(context.Context) (bool, error) {
@@ -168,7 +209,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		}
 		return true, nil
 	})
-	servedBy(web, "aks-pool1-0", "aks-pool1-2") // no new connection reaches the Down node
+	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-2") // no new connection reaches the Down node
 
 	verifySandbox(t, opts)
 
@@ -300,4 +341,169 @@ func TestSandboxNICDemo(t *testing.T) {
 		t.Error("the node agent is left running after Down")
 	}
 	checkSandboxRaces(t, opts.Dir)
+}
+
+// sandboxHelloFrom is testutil.Hello from a chosen source address, as
+// `curl --interface SRC`: the emulator's network security groups judge the
+// connection by it.
+func sandboxHelloFrom(src netip.Addr, fe netip.AddrPort) (string, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: src.AsSlice()}}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("http://" + fe.String() + "/")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	return strings.TrimSpace(string(body)), nil
+}
+
+// sandboxDenied checks that new connections from src to a frontend fail,
+// and that the sandbox's data plane counts them as denied by network
+// security (not as a missing or failing backend).
+func sandboxDenied(t *testing.T, dir string, src netip.Addr, fe netip.AddrPort) {
+	t.Helper()
+	if err := sandboxDeniedErr(t, dir, src, fe); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sandboxDeniedErr(t *testing.T, dir string, src netip.Addr, fe netip.AddrPort) error {
+	t.Helper()
+	const tries = 5
+	before := sandboxDeniedFlows(t, dir, fe)
+	for range tries {
+		if name, err := sandboxHelloFrom(src, fe); err == nil {
+			return fmt.Errorf("GET http://%s/ from %s answered by %q: want it denied", fe, src, name)
+		}
+	}
+	var got uint64
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got = sandboxDeniedFlows(t, dir, fe) - before
+		return got >= tries, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the data plane counted %d of %d failed connections from %s to %s as denied", got, tries, src, fe)
+	}
+	return nil
+}
+
+// sandboxDeniedFlows sums the denied counters of the sandbox data plane's
+// rules on a frontend (GET /_emulator/dataplane).
+func sandboxDeniedFlows(t *testing.T, dir string, fe netip.AddrPort) uint64 {
+	t.Helper()
+	cfg, err := config.LoadFile(filepath.Join(dir, sandbox.AzureJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, sandbox.EmulatorCAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(cfg.ResourceManagerEndpoint + "/_emulator/dataplane")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st dataplane.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("GET /_emulator/dataplane: %s: %v", resp.Status, err)
+	}
+	var n uint64
+	for _, r := range st.Rules {
+		if r.Frontend == fe.String() {
+			n += r.Counters.Denied
+		}
+	}
+	return n
+}
+
+// sourcesOf is the SOURCES column of a Service's frontend in azlb status:
+// on the frontend line naming the Service, what follows its rules
+// (PROTO/port->port).
+func sourcesOf(status, svc string) string {
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if i := slices.Index(f, svc); i >= 2 {
+			rest := slices.DeleteFunc(f[i+1:], func(w string) bool { return strings.Contains(w, "->") })
+			return strings.Join(rest, " ")
+		}
+	}
+	return ""
+}
+
+// sandboxWithoutRules takes azlb's rules (k8s-azure-lb*) out of the
+// sandbox's NSG until denied (the connection check) passes, and puts them
+// back. The controller writes the NSG when it reconciles a Service, so it
+// may put its rules back (or conflict with a write here) at any time: each
+// attempt takes them out again.
+func sandboxWithoutRules(t *testing.T, clients *azure.Clients, denied func() error) {
+	t.Helper()
+	isAzlbs := func(r *armnetwork.SecurityRule) bool {
+		return strings.HasPrefix(strings.ToLower(ptr.Deref(r.Name, "")), "k8s-azure-lb")
+	}
+	// put replaces azlb's rules in the NSG with rules and returns those it
+	// replaced.
+	put := func(ctx context.Context, rules []*armnetwork.SecurityRule) ([]*armnetwork.SecurityRule, error) {
+		sg, err := clients.SecurityGroup.Get(ctx, devenv.ResourceGroup, devenv.SecurityGroupName)
+		if err != nil {
+			return nil, err
+		}
+		var replaced []*armnetwork.SecurityRule
+		keep := slices.Clone(rules)
+		for _, r := range sg.Properties.SecurityRules {
+			if isAzlbs(r) {
+				replaced = append(replaced, r)
+			} else {
+				keep = append(keep, r)
+			}
+		}
+		if len(replaced) == 0 && len(rules) == 0 {
+			return nil, nil
+		}
+		props := *sg.Properties
+		props.SecurityRules = keep
+		out := *sg
+		out.Properties = &props
+		_, err = clients.SecurityGroup.CreateOrUpdate(ctx, devenv.ResourceGroup, devenv.SecurityGroupName, out, ptr.Deref(sg.Etag, ""))
+		return replaced, err
+	}
+	var saved []*armnetwork.SecurityRule
+	var last error
+	attempts := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		attempts++
+		removed, err := put(ctx, nil)
+		if err != nil {
+			last = err
+			return false, nil // a conflict with the controller's write: again
+		}
+		if saved == nil {
+			if len(removed) == 0 {
+				return false, fmt.Errorf("%s holds no rule of azlb's", devenv.SecurityGroupName)
+			}
+			saved = removed
+		}
+		last = denied()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("without azlb's rules in %s: %v (last: %v)", devenv.SecurityGroupName, err, last)
+	}
+	t.Logf("without azlb's %d rules in %s: denied (attempt %d)", len(saved), devenv.SecurityGroupName, attempts)
+	eventually(t, 30*time.Second, "azlb's rules back in the NSG", func(ctx context.Context) (bool, error) {
+		_, err := put(ctx, saved)
+		return err == nil, nil
+	})
 }
