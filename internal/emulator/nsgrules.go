@@ -36,7 +36,7 @@ func isBuiltinAddressTag(name string) bool {
 var serviceTags = map[string]bool{ // lower-cased name -> regional
 	"azurecloud": true, "storage": true, "sql": true, "azuremonitor": true, "eventhub": true, "servicebus": true,
 	"appservice": true, "apimanagement": true, "azurecontainerregistry": true, "azurekeyvault": true,
-	"azurecosmosdb": true, "azurebackup": true, "datafactory": true, "hdinsight": true, "batchnodemanagement": true,
+	"azurecosmosdb": true, "azurebackup": true, "datafactory": true, "hdinsight": true, "batchnodemanagement": true, //nolint:misspell // the HDInsight service tag
 	"azuremachinelearning": true, "microsoftcontainerregistry": true, "azureconnectors": true, "logicapps": true,
 	"azurefrontdoor.backend": false, "azurefrontdoor.frontend": false, "azurefrontdoor.firstparty": false,
 	"azuretrafficmanager": false, "gatewaymanager": false, "azureactivedirectory": false, "azureresourcemanager": false,
