@@ -31,8 +31,11 @@
 //     DNS labels follow Azure's domain name label rule.
 //   - ProbeFor resolves the effective probe of one port: per-port annotation
 //     over service-wide annotation over default, field by field. The default
-//     is Tcp on the port's NodePort, or, for ExternalTrafficPolicy=Local
-//     Services, Http on spec.healthCheckNodePort at /healthz.
+//     is Tcp on the port's NodePort (Http or Https when the port's
+//     appProtocol is http or https), or, for ExternalTrafficPolicy=Local
+//     Services, Http on spec.healthCheckNodePort at /healthz. UDP and SCTP
+//     ports of ExternalTrafficPolicy=Cluster Services get no probe unless
+//     their per-port probe protocol or port annotation asks for one.
 //
 // Values are not secrets; errors quote them.
 package annotations

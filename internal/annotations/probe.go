@@ -1,12 +1,19 @@
 package annotations
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
 
 // ProbeFor returns the effective health probe of a Service port. Each field
 // is resolved on its own, first match wins:
 //
 //   - Protocol: port_{port}_health-probe_protocol, then
-//     azure-load-balancer-health-probe-protocol, then the default.
+//     azure-load-balancer-health-probe-protocol, then, for an
+//     ExternalTrafficPolicy=Cluster Service, the port's appProtocol ("http"
+//     gives Http, "https" gives Https, case-insensitive; other values are
+//     ignored), then the default.
 //   - Port: port_{port}_health-probe_port, then the default. A port name, or
 //     a number equal to one of the Service's ports, resolves to that Service
 //     port's NodePort; any other number is probed as is.
@@ -20,11 +27,19 @@ import v1 "k8s.io/api/core/v1"
 // Defaults: an ExternalTrafficPolicy=Cluster Service probes Tcp on the
 // port's NodePort. An ExternalTrafficPolicy=Local Service probes Http on
 // spec.healthCheckNodePort at /healthz (kube-proxy's health check, which
-// only succeeds on nodes running a ready endpoint), for every port.
+// only succeeds on nodes running a ready endpoint), for every port and
+// protocol; appProtocol does not change it.
+//
+// Azure has no UDP probe, and a Tcp probe on a UDP NodePort finds nothing
+// listening, so a UDP or SCTP port of an ExternalTrafficPolicy=Cluster
+// Service gets no probe by default (Disabled). Setting
+// port_{port}_health-probe_protocol or port_{port}_health-probe_port for
+// that port asks for a probe explicitly and it is then resolved as above;
+// the service-wide annotations and appProtocol alone do not.
 //
 // Disabled is set when port_{port}_no_probe_rule or port_{port}_no_lb_rule
-// is true. ProbeFor works for any port, with no per-port overrides for ports
-// that have none.
+// is true, or for the UDP/SCTP case above. ProbeFor works for any port, with
+// no per-port overrides for ports that have none.
 func (s *ServiceSpec) ProbeFor(port v1.ServicePort) ProbeSpec {
 	o := s.Ports[port.Port]
 	out := ProbeSpec{
@@ -39,6 +54,13 @@ func (s *ServiceSpec) ProbeFor(port v1.ServicePort) ProbeSpec {
 		out.Protocol = ProbeHTTP
 		out.Port = s.healthCheckNodePort
 		localDefaultPort = true
+	} else {
+		if !probedByDefault(port.Protocol) && o.Probe.Protocol == "" && o.Probe.Port == nil {
+			out.Disabled = true
+		}
+		if pr, ok := appProtocolProbe(port.AppProtocol); ok {
+			out.Protocol = pr
+		}
 	}
 
 	switch {
@@ -76,6 +98,28 @@ func (s *ServiceSpec) ProbeFor(port v1.ServicePort) ProbeSpec {
 		out.NumberOfProbes = *s.Probe.NumberOfProbes
 	}
 	return out
+}
+
+// probedByDefault reports whether a port of this protocol gets a probe on
+// its NodePort by default: TCP does (an empty protocol means TCP); UDP and
+// SCTP do not, since Azure's probes are Tcp, Http or Https only.
+func probedByDefault(p v1.Protocol) bool {
+	return p == v1.ProtocolTCP || p == ""
+}
+
+// appProtocolProbe maps a port's appProtocol to the probe protocol it
+// implies: "http" to Http, "https" to Https, case-insensitive.
+func appProtocolProbe(app *string) (ProbeProtocol, bool) {
+	if app == nil {
+		return "", false
+	}
+	switch v := strings.TrimSpace(*app); {
+	case strings.EqualFold(v, "http"):
+		return ProbeHTTP, true
+	case strings.EqualFold(v, "https"):
+		return ProbeHTTPS, true
+	}
+	return "", false
 }
 
 // resolveProbePort maps a health-probe_port value to the port to probe.

@@ -107,7 +107,9 @@ type ProbeSpec struct {
 	IntervalInSeconds int32
 	NumberOfProbes    int32
 	// Disabled is true when port_{port}_no_probe_rule or
-	// port_{port}_no_lb_rule is true: create no probe for the port.
+	// port_{port}_no_lb_rule is true, or when the port is a UDP or SCTP port
+	// of an ExternalTrafficPolicy=Cluster Service that asks for no probe
+	// explicitly (see ProbeFor): create no probe for the port.
 	Disabled bool
 }
 

@@ -61,6 +61,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 	feID := in.lb.Child("frontendIPConfigurations", fe)
 	poolID := in.lb.Child("backendAddressPools", in.poolName)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+	distribution := loadDistribution(svc)
 
 	if spec.HAPorts {
 		// One rule for every port and protocol: internal load balancers only
@@ -77,7 +78,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 				EnableFloatingIP:        to.Ptr(spec.EnableFloatingIP),
 				EnableTCPReset:          to.Ptr(spec.EnableTCPReset),
 				IdleTimeoutInMinutes:    spec.TCPIdleTimeoutMinutes,
-				LoadDistribution:        to.Ptr(armnetwork.LoadDistributionDefault),
+				LoadDistribution:        to.Ptr(distribution),
 			},
 		}
 		if len(svc.Spec.Ports) > 0 {
@@ -108,7 +109,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 			FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(feID)},
 			BackendAddressPool:      &armnetwork.SubResource{ID: to.Ptr(poolID)},
 			EnableFloatingIP:        to.Ptr(spec.EnableFloatingIP),
-			LoadDistribution:        to.Ptr(armnetwork.LoadDistributionDefault),
+			LoadDistribution:        to.Ptr(distribution),
 		}
 		if proto == armnetwork.TransportProtocolTCP {
 			props.EnableTCPReset = to.Ptr(spec.EnableTCPReset)
@@ -126,10 +127,22 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 	return st, nil
 }
 
+// loadDistribution maps the Service's session affinity to the rules' load
+// distribution: ClientIP keeps a client on one backend (SourceIP, a hash of
+// the source and destination addresses); anything else is Default (the
+// 5-tuple hash).
+func loadDistribution(svc *v1.Service) armnetwork.LoadDistribution {
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		return armnetwork.LoadDistributionSourceIP
+	}
+	return armnetwork.LoadDistributionDefault
+}
+
 // probeFor returns the probe a rule uses: the shared probe for Cluster
 // Services in shared mode, otherwise the port's effective probe named after
-// the rule. nil means no probe (the node port is not allocated yet or the
-// probe is disabled).
+// the rule. nil means no probe (the node port is not allocated yet, the
+// probe is disabled, or the port is a UDP/SCTP port of a Cluster Service
+// that asks for none: Azure has no UDP probe; see annotations.ProbeFor).
 func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) *armnetwork.Probe {
 	if in.sharedProbe && !local {
 		return &armnetwork.Probe{

@@ -167,6 +167,7 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 		return err
 	}
 	p.state.RemoveService(base)
+	p.unsupported.forget(svc.UID)
 	return nil
 }
 
@@ -184,6 +185,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if len(spec.Unsupported) > 0 {
 		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
 	}
+	p.reportUnsupported(svc, spec.Unsupported)
 	acc, err := p.accessOf(svc, spec)
 	if err != nil {
 		return nil, err

@@ -276,6 +276,8 @@ func ruleEqual(a, b *armnetwork.LoadBalancingRule) bool {
 		ptr.Deref(pa.EnableFloatingIP, false) == ptr.Deref(pb.EnableFloatingIP, false) &&
 		ptr.Deref(pa.EnableTCPReset, false) == ptr.Deref(pb.EnableTCPReset, false) &&
 		ptr.Deref(pa.DisableOutboundSnat, false) == ptr.Deref(pb.DisableOutboundSnat, false) &&
+		strings.EqualFold(string(ptr.Deref(pa.LoadDistribution, armnetwork.LoadDistributionDefault)),
+			string(ptr.Deref(pb.LoadDistribution, armnetwork.LoadDistributionDefault))) &&
 		optionalEqual(pa.IdleTimeoutInMinutes, pb.IdleTimeoutInMinutes, 4)
 }
 

@@ -140,7 +140,7 @@ func TestIPBasedFindings(t *testing.T) {
 		}, []string{"idleTimeoutInMinutes 4, want 30"}},
 		{"a new port", func(s *Snapshot) {
 			s.Services[0].Spec.Ports = append(s.Services[0].Spec.Ports, v1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
-		}, []string{"has no probe " + webBase + "-UDP-53", "has no rule " + webBase + "-UDP-53"}},
+		}, []string{"has no rule " + webBase + "-UDP-53"}}, // a UDP port of a Cluster Service has no probe
 		{"no probe rule", func(s *Snapshot) {
 			s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/port_80_no_probe_rule": "true"}
 		}, []string{"probe " + webBase + "-TCP-80, which no rule of the Service calls for", "probe " + strings.ToLower(webBase) + "-tcp-80, want "}},

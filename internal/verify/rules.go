@@ -25,6 +25,9 @@ type wantRule struct {
 	pool       string
 	probe      string // "" when the rule has no probe
 	disableSNA bool
+	// distribution is the loadDistribution: SourceIP for sessionAffinity
+	// ClientIP, Default otherwise.
+	distribution string
 }
 
 // wantProbe is a health probe as docs/load-balancers.md describes it.
@@ -44,16 +47,42 @@ const (
 	defaultIdleTimeout   = 4 // Azure's default, when no annotation sets it
 	localProbePath       = "/healthz"
 	defaultProbePath     = "/"
+	defaultDistribution  = "Default"  // Azure's default; sessionAffinity None
+	clientIPDistribution = "SourceIP" // sessionAffinity ClientIP
 )
+
+// distributionOf is the documented loadDistribution of a Service's rules.
+func distributionOf(svc *v1.Service) string {
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		return clientIPDistribution
+	}
+	return defaultDistribution
+}
+
+// appProtocolProbe is the probe protocol the documentation derives from a
+// port's appProtocol ("" when it derives none).
+func appProtocolProbe(port v1.ServicePort) string {
+	switch strings.ToLower(strings.TrimSpace(ptr.Deref(port.AppProtocol, ""))) {
+	case "http":
+		return "Http"
+	case "https":
+		return "Https"
+	}
+	return ""
+}
 
 // probeFor resolves the probe of one Service port, field by field: the
 // per-port annotation, then the service-wide one, then the default (Tcp on
-// the port's NodePort; for Local Services Http on healthCheckNodePort at
-// /healthz). A health-probe_port naming a Service port (by number or name)
-// probes that port's NodePort; another number is probed as is. The Local
-// default path applies while the probe targets healthCheckNodePort. With
-// clusterServiceLoadBalancerHealthProbeMode shared, Cluster Services use
-// the one shared probe instead. nil: no probe.
+// the port's NodePort, Http/Https for an appProtocol of http/https; for
+// Local Services Http on healthCheckNodePort at /healthz whatever the
+// protocol or appProtocol). A health-probe_port naming a Service port (by
+// number or name) probes that port's NodePort; another number is probed as
+// is. The Local default path applies while the probe targets
+// healthCheckNodePort. With clusterServiceLoadBalancerHealthProbeMode
+// shared, Cluster Services use the one shared probe instead, UDP ports
+// too. Otherwise a UDP or SCTP port of a Cluster Service has no probe
+// unless its own port_{port}_health-probe_protocol or
+// port_{port}_health-probe_port asks for one. nil: no probe.
 func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port v1.ServicePort, rule string) *wantProbe {
 	ov := spec.Ports[port.Port]
 	if ov.NoProbeRule || ov.NoLBRule {
@@ -64,10 +93,19 @@ func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port
 		return &wantProbe{name: names.SharedProbe, protocol: "Http", port: m.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
 			path: m.cfg.ClusterServiceSharedLoadBalancerHealthProbePath, interval: defaultProbeInterval, num: defaultProbeCount}
 	}
+	proto := port.Protocol
+	if proto == "" {
+		proto = v1.ProtocolTCP
+	}
+	if !local && proto != v1.ProtocolTCP && ov.Probe.Protocol == "" && ov.Probe.Port == nil {
+		return nil // Azure has no UDP probe: the rule goes without one
+	}
 	p := &wantProbe{name: rule, protocol: "Tcp", port: port.NodePort, interval: defaultProbeInterval, num: defaultProbeCount}
 	localPort := false
 	if local {
 		p.protocol, p.port, localPort = "Http", svc.Spec.HealthCheckNodePort, true
+	} else if app := appProtocolProbe(port); app != "" {
+		p.protocol = app
 	}
 	switch {
 	case ov.Probe.Protocol != "":
@@ -142,7 +180,7 @@ func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam
 	if spec.HAPorts {
 		name := names.HARule(svc, fam)
 		r := wantRule{name: name, protocol: "All", floating: spec.EnableFloatingIP, tcpReset: ptr.To(spec.EnableTCPReset), idle: idle,
-			frontend: fe, pool: pool, disableSNA: snat}
+			frontend: fe, pool: pool, disableSNA: snat, distribution: distributionOf(svc)}
 		if len(svc.Spec.Ports) > 0 {
 			r.probe = addProbe(m.probeFor(svc, spec, svc.Spec.Ports[0], name))
 		}
@@ -158,7 +196,7 @@ func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam
 		}
 		name := names.Rule(svc, proto, port.Port, fam)
 		r := wantRule{name: name, protocol: string(proto), feport: port.Port, beport: port.Port, floating: spec.EnableFloatingIP,
-			frontend: fe, pool: pool, disableSNA: snat}
+			frontend: fe, pool: pool, disableSNA: snat, distribution: distributionOf(svc)}
 		if !spec.EnableFloatingIP {
 			r.beport = port.NodePort
 		}
@@ -240,6 +278,11 @@ func diffRule(r *armnetwork.LoadBalancingRule, w wantRule, lbName string) []stri
 		add("idleTimeoutInMinutes", ptr.Deref(p.IdleTimeoutInMinutes, defaultIdleTimeout), *w.idle)
 	}
 	add("disableOutboundSnat", ptr.Deref(p.DisableOutboundSnat, false), w.disableSNA)
+	if w.distribution != "" {
+		if got := string(ptr.Deref(p.LoadDistribution, defaultDistribution)); !strings.EqualFold(got, w.distribution) {
+			out = append(out, fmt.Sprintf("loadDistribution %s, want %s", got, w.distribution))
+		}
+	}
 	add("frontend", childName(p.FrontendIPConfiguration), lower(w.frontend))
 	pool := childName(p.BackendAddressPool)
 	add("backend pool", pool, lower(w.pool))
