@@ -178,7 +178,12 @@ func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex) []dataplane.Rul
 			Distribution: dataplane.Distribution(stringOf(cp["loadDistribution"]))}
 		fe := frontends[strings.ToLower(refID(cp["frontendIPConfiguration"]))]
 		r.Frontend, r.Unserved = netip.AddrPortFrom(fe.addr, portOf(cp["frontendPort"])), fe.reason
-		if sku == "Gateway" {
+		switch {
+		case r.FloatingIP && fe.privateV6:
+			// ARM accepts it, the data path drops it. Strictest reading:
+			// whatever the members, the SKU or the protocol.
+			r.Unserved = dataplane.UnservedInternalIPv6FloatingIP
+		case sku == "Gateway":
 			r.Unserved = "gateway load balancers are not served"
 		}
 		poolIDs := []string{refID(cp["backendAddressPool"])}
@@ -205,6 +210,9 @@ func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex) []dataplane.Rul
 type frontendAddr struct {
 	addr   netip.Addr
 	reason string
+	// privateV6: the frontend is a private (internal load balancer) IPv6
+	// one, by its address or its privateIPAddressVersion.
+	privateV6 bool
 }
 
 // frontendOf finds a frontend's address: its public IP's, or its private
@@ -228,8 +236,10 @@ func (e *Emulator) frontendOf(fp obj, now time.Time) (f frontendAddr) {
 		f.reason = "frontends on a public IP prefix are not served"
 	default:
 		s := stringOf(fp["privateIPAddress"])
+		f.privateV6 = strings.EqualFold(stringOf(fp["privateIPAddressVersion"]), "IPv6")
 		if a, err := netip.ParseAddr(s); err == nil {
 			f.addr = a
+			f.privateV6 = f.privateV6 || (a.Is6() && !a.Is4In6())
 			return f
 		}
 		f.reason = fmt.Sprintf("the frontend has no private IP address (%q)", s)

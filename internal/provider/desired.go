@@ -65,7 +65,12 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 
 	if spec.HAPorts {
 		// One rule for every port and protocol: internal load balancers only
-		// (annotations.Parse rejects HA ports on public Services).
+		// (annotations.Parse rejects HA ports on public Services). Its
+		// floating IP follows the Service even on the IPv6 frontend: there
+		// is no NodePort to send it to, and two HA rules with floating IP
+		// off on one pool (protocol All, backend port 0) would be refused
+		// (RulesUseSameBackendPortProtocolAndPool). On an internal IPv6
+		// frontend it carries no traffic either way (docs/load-balancers.md).
 		name := names.HARule(svc, in.frontend.family)
 		rule := &armnetwork.LoadBalancingRule{
 			Name: to.Ptr(name),
@@ -98,8 +103,9 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 			return nil, fmt.Errorf("service %s/%s port %d: %w", svc.Namespace, svc.Name, port.Port, err)
 		}
 		name := names.Rule(svc, port.Protocol, port.Port, in.frontend.family)
+		floating := in.portFloatingIP()
 		backendPort := port.Port
-		if !spec.EnableFloatingIP {
+		if !floating {
 			backendPort = port.NodePort
 		}
 		props := &armnetwork.LoadBalancingRulePropertiesFormat{
@@ -108,7 +114,7 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 			BackendPort:             to.Ptr(backendPort),
 			FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(feID)},
 			BackendAddressPool:      &armnetwork.SubResource{ID: to.Ptr(poolID)},
-			EnableFloatingIP:        to.Ptr(spec.EnableFloatingIP),
+			EnableFloatingIP:        to.Ptr(floating),
 			LoadDistribution:        to.Ptr(distribution),
 		}
 		if proto == armnetwork.TransportProtocolTCP {
@@ -125,6 +131,25 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 		st.rules = append(st.rules, rule)
 	}
 	return st, nil
+}
+
+// portFloatingIP is whether the rule of a Service port uses floating IP:
+// as the Service asks (azure-disable-load-balancer-floating-ip), except on
+// the IPv6 frontend of an internal load balancer. Azure documents that
+// "Floating IP for IPv6 does not work for Internal Load Balancers" (the
+// IPv6 address is a secondary ip configuration): ARM accepts such a rule
+// and the data path drops its traffic. So that rule has floating IP off
+// and sends to the port's NodePort, as the Azure cloud provider does
+// (docs/load-balancers.md, Dual-stack). The HA ports rule is not a port's
+// rule: it keeps the Service's setting (see buildServiceLBState).
+func (in desiredInput) portFloatingIP() bool {
+	return in.spec.EnableFloatingIP && !internalIPv6(in.spec, in.frontend.family)
+}
+
+// internalIPv6 reports whether a Service's rules of the family are on the
+// IPv6 frontend of an internal load balancer.
+func internalIPv6(spec *annotations.ServiceSpec, family v1.IPFamily) bool {
+	return spec.Internal && family == v1.IPv6Protocol
 }
 
 // loadDistribution maps the Service's session affinity to the rules' load

@@ -133,6 +133,13 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
 	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeIPs)}
 	if acc != nil && spec != nil {
+		// Destinations follow the Service's floating IP setting. The IPv6
+		// rules of an internal Service have floating IP off all the same
+		// (desired.go), yet their destination stays the frontend address,
+		// as the Azure cloud provider writes it: the virtual network
+		// reaches the nodes anyway (AllowVnetInBound), and a deny-all on
+		// the nodes' addresses would cut every port of theirs
+		// (docs/security-groups.md, Destinations).
 		dsts := map[v1.IPFamily][]string{}
 		if spec.EnableFloatingIP {
 			for fam, a := range frontends {

@@ -151,6 +151,18 @@ func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port
 	return p
 }
 
+// portFloatingIP is the documented floating IP of a Service port's rule
+// (load-balancers.md, Dual-stack): the Service's setting, except on an
+// internal load balancer's IPv6 frontend, where Azure does not carry
+// floating IP: those rules have it off and send to the NodePort. The HA
+// ports rule is not a port's rule and keeps the Service's setting.
+func portFloatingIP(spec *annotations.ServiceSpec, fam v1.IPFamily) bool {
+	if spec.Internal && fam == v1.IPv6Protocol {
+		return false
+	}
+	return spec.EnableFloatingIP
+}
+
 // wantRules lists the Service's rules and per-port probes of one family.
 func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam v1.IPFamily) ([]wantRule, []*wantProbe) {
 	fe := names.Frontend(svc, fam)
@@ -195,9 +207,10 @@ func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam
 			proto = v1.ProtocolTCP
 		}
 		name := names.Rule(svc, proto, port.Port, fam)
-		r := wantRule{name: name, protocol: string(proto), feport: port.Port, beport: port.Port, floating: spec.EnableFloatingIP,
+		floating := portFloatingIP(spec, fam)
+		r := wantRule{name: name, protocol: string(proto), feport: port.Port, beport: port.Port, floating: floating,
 			frontend: fe, pool: pool, disableSNA: snat, distribution: distributionOf(svc)}
-		if !spec.EnableFloatingIP {
+		if !floating {
 			r.beport = port.NodePort
 		}
 		if proto == v1.ProtocolTCP {

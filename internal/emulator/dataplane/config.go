@@ -76,10 +76,17 @@ type Rule struct {
 	// member removed from the pool live on before both ends are reset.
 	DrainPeriod time.Duration
 	// Unserved, when set, says why the emulator cannot serve this rule at
-	// all (for example a frontend without an address); Apply reports it
-	// and opens nothing.
+	// all (for example a frontend without an address, or
+	// UnservedInternalIPv6FloatingIP); Apply reports it and opens nothing.
 	Unserved string
 }
+
+// UnservedInternalIPv6FloatingIP is the reason a rule with floating IP on
+// whose frontend is a private IPv6 address (an internal load balancer's)
+// carries no traffic: Azure documents that "Floating IP for IPv6 does not
+// work for Internal Load Balancers", and ARM accepts such a rule while the
+// data path drops its traffic silently (docs/data-plane.md).
+const UnservedInternalIPv6FloatingIP = "floating IP on an internal load balancer's IPv6 frontend: Azure accepts the rule and carries no traffic for it"
 
 // Member is one entry of a backend pool.
 type Member struct {

@@ -11,8 +11,10 @@
 //     address and port, its members with their admin states and security, its probe,
 //     idle timeout, TCP reset and distribution mode). Apply is idempotent
 //     and never fails; what cannot be served (a frontend that is not an
-//     IPv4 loopback address, port 0, protocol All, a port already taken) is reported
-//     by Status with the reason.
+//     IPv4 loopback address, port 0, protocol All, a port already taken, a
+//     rule the emulator marks Unserved such as floating IP on an internal
+//     IPv6 frontend, which Azure drops) is reported by Status with the
+//     reason.
 //   - A served rule listens on its frontend address and port and relays
 //     every accepted connection (TCP) or flow (UDP: a client address and
 //     port) to one member on the backend port, chosen
