@@ -21,7 +21,7 @@ const (
 	KeyDisableNSGRule       = annotations.KeyDisableNSGRule
 	specSourceRangesField   = "spec.loadBalancerSourceRanges"
 	internetTag             = "Internet"
-	serviceTagRulePattern   = `^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)*$`
+	serviceTagRulePattern   = `^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z][A-Za-z0-9]*)*$`
 	maxServiceTagNameLength = 80
 )
 
@@ -101,8 +101,8 @@ func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 	var annSources []string
 	for _, k := range []string{KeyAllowedIPRanges, KeyLegacySourceRanges} {
 		v, ok := ann[k]
-		if !ok {
-			continue
+		if !ok || strings.TrimSpace(v) == "" {
+			continue // blank: unset
 		}
 		for i, s := range strings.Split(v, ",") {
 			annRanges = append(annRanges, s)
@@ -140,7 +140,7 @@ func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 	if len(v6) > 0 {
 		a.Ranges[v1.IPv6Protocol] = Merge(v6)
 	}
-	if v, ok := ann[KeyAllowedServiceTags]; ok {
+	if v, ok := ann[KeyAllowedServiceTags]; ok && strings.TrimSpace(v) != "" {
 		seen := map[string]bool{}
 		for i, s := range strings.Split(v, ",") {
 			t := strings.TrimSpace(s)

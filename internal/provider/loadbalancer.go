@@ -213,10 +213,16 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 
 	// The NSG change goes out now when every frontend address is known
 	// (public IPs, static private ones): its write overlaps the load
-	// balancer's.
+	// balancer's. It also releases the addresses of the frontends the
+	// Service leaves (public -> internal, another IP), which its status
+	// may not show (a crash before the status was written).
+	released, err := p.frontendSetAddresses(ctx, previous, keepPIPs)
+	if err != nil {
+		return nil, err
+	}
 	var sgPending *securitygroup.Pending
 	if early, ok := knownFrontendAddresses(spec, inputs, ingress); ok {
-		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes)
+		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes, released...)
 	}
 
 	pools := p.servicePoolNames(svc, families)
@@ -293,7 +299,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		}
 	}
 	if sgPending == nil {
-		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes)
+		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes, released...)
 	}
 	if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
 		return nil, err

@@ -121,17 +121,58 @@ func (p *Provider) ensureSecurityRules(ctx context.Context, svc *v1.Service, spe
 	return p.finishSecurityRules(svc, acc, p.beginSecurityRules(ctx, svc, spec, acc, frontends, nodes))
 }
 
+// frontendSetAddresses are the addresses of a Service's frontends: private
+// ones as they are, public ones read (but those in skip, lower-cased ids,
+// whose addresses the caller knows). A public IP gone meanwhile has none.
+func (p *Provider) frontendSetAddresses(ctx context.Context, fs serviceFrontendSet, skip map[string]bool) ([]string, error) {
+	if p.sg == nil {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range fs {
+		props := f.fe.Properties
+		if props == nil {
+			continue
+		}
+		if a := ptr.Deref(props.PrivateIPAddress, ""); a != "" {
+			out = append(out, a)
+		}
+		if props.PublicIPAddress == nil {
+			continue
+		}
+		id := ptr.Deref(props.PublicIPAddress.ID, "")
+		if skip[strings.ToLower(id)] {
+			continue
+		}
+		rg, name, err := names.ParseID(id)
+		if err != nil {
+			continue
+		}
+		pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+		if azure.Classify(err) == azure.ClassStale {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read public IP %s: %w", id, err)
+		}
+		if a := pipAddress(pip); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
 // beginSecurityRules queues the Service's NSG change and returns at once
 // (nil without an NSG writer); finishSecurityRules waits for it. The
 // reconcile queues it as soon as the frontend addresses are known, so its
 // write overlaps the load balancer's.
 func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
-	frontends map[v1.IPFamily]string, nodes []*v1.Node) *securitygroup.Pending {
+	frontends map[v1.IPFamily]string, nodes []*v1.Node, released ...string) *securitygroup.Pending {
 	if p.sg == nil {
 		return nil
 	}
 	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
-	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeIPs)}
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeIPs, released)}
 	if acc != nil && spec != nil {
 		// Destinations follow the Service's floating IP setting. The IPv6
 		// rules of an internal Service have floating IP off all the same
@@ -186,7 +227,7 @@ func (p *Provider) finishSecurityRules(svc *v1.Service, acc *accesscontrol.Acces
 
 // releaseOf is everything the Service may hold in the NSG: its frontend
 // addresses now and as last reported, and its node ports on the nodes.
-func (p *Provider) releaseOf(svc *v1.Service, frontends map[v1.IPFamily]string, nodeIPs map[v1.IPFamily][]string) securitygroup.Release {
+func (p *Provider) releaseOf(svc *v1.Service, frontends map[v1.IPFamily]string, nodeIPs map[v1.IPFamily][]string, released []string) securitygroup.Release {
 	var r securitygroup.Release
 	seen := map[string]bool{}
 	add := func(a string) {
@@ -200,6 +241,9 @@ func (p *Provider) releaseOf(svc *v1.Service, frontends map[v1.IPFamily]string, 
 	}
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		add(in.IP)
+	}
+	for _, a := range released {
+		add(a)
 	}
 	for _, ips := range nodeIPs {
 		r.NodeAddresses = append(r.NodeAddresses, ips...)
@@ -314,13 +358,13 @@ func (p *Provider) releaseSecurityRules(ctx context.Context, svc *v1.Service) er
 	if p.sg == nil {
 		return nil
 	}
-	frontends := map[v1.IPFamily]string{}
-	if _, lb, err := p.findServiceLB(ctx, svc); err != nil {
+	fs, err := p.serviceFrontends(ctx, names.FrontendBase(svc))
+	if err != nil {
 		return err
-	} else if lb != nil {
-		if frontends, err = p.frontendAddresses(ctx, svc, lb); err != nil {
-			return err
-		}
+	}
+	released, err := p.frontendSetAddresses(ctx, fs, nil)
+	if err != nil {
+		return err
 	}
 	var nodes []*v1.Node
 	if p.nodes != nil {
@@ -330,7 +374,7 @@ func (p *Provider) releaseSecurityRules(ctx context.Context, svc *v1.Service) er
 		}
 		nodes = all
 	}
-	return p.ensureSecurityRules(ctx, svc, nil, nil, frontends, nodes)
+	return p.finishSecurityRules(svc, nil, p.beginSecurityRules(ctx, svc, nil, nil, nil, nodes, released...))
 }
 
 // knownFrontendAddresses are the Service's frontend addresses when all are

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -417,5 +418,29 @@ func TestSecurityRuleLimitExceeded(t *testing.T) {
 	after := h.rules(t)
 	if len(after) != len(before) {
 		t.Errorf("rules changed: %d before, %d after", len(before), len(after))
+	}
+}
+
+// A Service that turns internal releases its old public address even when
+// its status never showed it (a crash between the NSG write and the status
+// update; found by the chaos suite's crash points).
+func TestSecurityRulesReleasePreviousFrontend(t *testing.T) {
+	h := newSGHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "d1111111-2222-3333-4444-555555555555", nil, 80)
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := st.Ingress[0].IP
+	// The status was never written; the Service turns internal.
+	svc.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range h.rules(t) {
+		if slices.Contains(ruleDests(r), old) {
+			t.Errorf("rule %s still holds the old public address %s", name, old)
+		}
 	}
 }

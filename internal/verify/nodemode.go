@@ -278,6 +278,9 @@ func (m *nodeMode) accessOf(spec *annotations.ServiceSpec, svc *v1.Service) (*ac
 	case acc.denyAll && !spec.EnableFloatingIP:
 		return nil, keyDenyAllExcept + " with floating IP off (" + annotations.KeyDisableFloatingIP +
 			", ConflictingAccessConfiguration): azlb writes nothing for it"
+	case len(acc.invalid) > 0 && !acc.disabled && !spec.EnableFloatingIP:
+		return nil, "an invalid source range or service tag with floating IP off (" + annotations.KeyDisableFloatingIP +
+			", ConflictingAccessConfiguration: failing closed would need a deny-all on the nodes): azlb writes nothing for it"
 	case m.cfg.SecurityGroupName == "" && acc.restricted && !acc.disabled:
 		return nil, "restricts its sources but azure.json names no securityGroupName (SecurityGroupNotConfigured): azlb writes nothing for it"
 	}

@@ -188,6 +188,11 @@ type nsgService struct {
 	dests map[v1.IPFamily][]string
 	// ports are the (lower-cased protocol, port) pairs its rules carry.
 	ports map[[2]string]bool
+	// nodeGrants (floating IP off): the (lower-cased protocol, source,
+	// port) it may be granted on any node's address (security-groups.md:
+	// the rules list every node that may be in a pool, at least those of
+	// its pool).
+	nodeGrants map[[3]string]bool
 	// denyWant: the expected destinations need a deny-all, because of
 	// denyWhy; denyForbidden: they must not have one.
 	denyWant      bool
@@ -283,7 +288,7 @@ func (m *nodeMode) nsgExpect(svc *v1.Service, spec *annotations.ServiceSpec, acc
 		return
 	}
 	ns := &nsgService{svc: svc, judged: true, acc: acc, internal: spec.Internal, floating: spec.EnableFloatingIP,
-		want: map[tuple]wantTuple{}, dests: map[v1.IPFamily][]string{}, ports: map[[2]string]bool{}}
+		want: map[tuple]wantTuple{}, dests: map[v1.IPFamily][]string{}, ports: map[[2]string]bool{}, nodeGrants: map[[3]string]bool{}}
 	m.nsg.svcs = append(m.nsg.svcs, ns)
 	for _, fes := range m.serviceFrontends(base) {
 		for _, fe := range fes {
@@ -327,6 +332,11 @@ func (m *nodeMode) nsgExpect(svc *v1.Service, spec *annotations.ServiceSpec, acc
 			for proto, ports := range byProto {
 				rule := allowRuleName(fam, proto, set, ports)
 				for _, src := range set {
+					if !ns.floating && feAddrs[fam] != "" {
+						for _, port := range ports {
+							ns.nodeGrants[[3]string{strings.ToLower(proto), sourceKey(src), port}] = true
+						}
+					}
 					for _, d := range ns.dests[fam] {
 						for _, port := range ports {
 							t := tuple{proto: proto, src: src, dst: d, port: port}
@@ -539,6 +549,11 @@ func (c *nsgCheck) checkGranted(r *Report, rules []nsgRule) {
 					}
 					if slices.ContainsFunc(owners, func(ns *nsgService) bool { return !ns.judged }) {
 						continue // a Service verify does not judge: left alone
+					}
+					if c.nodeIPs[dk] && slices.ContainsFunc(owners, func(ns *nsgService) bool {
+						return ns.nodeGrants[[3]string{strings.ToLower(rule.protocol), sourceKey(src), strings.TrimSpace(port)}]
+					}) {
+						continue // floating IP off: a node that may be in the pool, on the Service's node port, from its sources
 					}
 					for _, ns := range owners {
 						k := extraKey{ns: ns, rule: rule.name, proto: rule.protocol, src: src, dst: d}
