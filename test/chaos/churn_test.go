@@ -18,10 +18,13 @@ import (
 )
 
 // world drives the churn: Services created, changed and deleted, their
+// access settings (source ranges, service tags, deny-all, no NSG rule), their
 // endpoints, node taints and labels, nodes joining and leaving. Every event
-// is one change through the Kubernetes API, chosen by a seeded generator;
-// only valid input is generated (bad input has its own fuzz targets), so
-// every Service can be served.
+// is one change through the Kubernetes API, chosen by a seeded generator.
+// Apart from the access settings, only valid input is generated (bad input
+// has its own fuzz targets), so every Service can be served; the access
+// events add invalid source ranges (which must fail closed) and, rarely, a
+// combination azlb refuses (access_test.go).
 type world struct {
 	rnd      *rand.Rand
 	prefix   string
@@ -30,8 +33,9 @@ type world struct {
 	nodes    []string
 	nextSvc  int
 	nextNode int
-	// counts by event kind
-	counts map[string]int
+	// counts by event kind; accessCounts by kind of access change
+	counts       map[string]int
+	accessCounts map[string]int
 }
 
 type svcRef struct{ ns, name string }
@@ -45,13 +49,14 @@ const (
 	evNodeJoin  = "node-join"
 	evNodeLeave = "node-leave"
 	evNodeLabel = "node-label"
+	evAccess    = "access"
 )
 
 // newWorld creates the scenario's namespaces; prefix keeps its names apart
 // from earlier scenarios' (namespaces are never deleted: the suites run no
 // namespace controller).
 func newWorld(t interface{ Fatal(...any) }, seed uint64, prefix string) *world {
-	w := &world{rnd: rand.New(rand.NewPCG(seed, 0x5eed)), prefix: prefix, counts: map[string]int{}}
+	w := &world{rnd: rand.New(rand.NewPCG(seed, 0x5eed)), prefix: prefix, counts: map[string]int{}, accessCounts: map[string]int{}}
 	ctx := context.Background()
 	for i, labels := range []map[string]string{nil, {"team": "b"}, {"team": "c"}} {
 		name := fmt.Sprintf("%s-%d", prefix, i)
@@ -94,6 +99,7 @@ func (w *world) step(ctx context.Context) (string, error) {
 	choices := []choice{
 		{evSvcCreate, 14, len(w.services) < 40, w.svcCreate},
 		{evSvcUpdate, 20, len(w.services) > 0, w.svcUpdate},
+		{evAccess, 12, len(w.services) > 0, w.access},
 		{evSvcDelete, 9, len(w.services) > 3, w.svcDelete},
 		{evEndpoints, 24, len(w.services) > 0 && len(w.nodes) > 0, w.endpoints},
 		{evTaint, 13, len(w.nodes) > 0, w.taint},
@@ -193,6 +199,7 @@ func (w *world) randomAnnotations(ns string) map[string]string {
 		cfgs := w.eligibleConfigs(ns)
 		a[p+"azure-load-balancer-configurations"] = w.pick(cfgs)
 	}
+	w.randomAccessAnnotations(a)
 	return a
 }
 
@@ -207,6 +214,10 @@ func (w *world) svcCreate(ctx context.Context) error {
 	if w.rnd.IntN(100) < 35 {
 		svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 	}
+	if w.rnd.IntN(100) < 15 {
+		svc.Spec.LoadBalancerSourceRanges = w.randomRanges()
+	}
+	settleAccess(svc, false)
 	if _, err := suite.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -247,6 +258,7 @@ func (w *world) svcUpdate(ctx context.Context) error {
 		default:
 			svc.Labels["rev"] = strconv.Itoa(w.rnd.IntN(1000))
 		}
+		settleAccess(svc, false)
 		_, err = suite.cs.CoreV1().Services(ref.ns).Update(ctx, svc, metav1.UpdateOptions{})
 		return err
 	})

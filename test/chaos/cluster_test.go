@@ -234,8 +234,12 @@ func (c *checker) waitClean(t testing.TB, bound time.Duration) time.Duration {
 	var last *verify.Report
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, bound, true, func(ctx context.Context) (bool, error) {
-		last, lastErr = c.check(ctx)
-		return lastErr == nil && last.Clean(), nil
+		rep, err := c.check(ctx)
+		if rep != nil {
+			last = rep // the last report, even when the last check was cut off by the bound
+		}
+		lastErr = err
+		return err == nil && rep.Clean(), nil
 	})
 	if err != nil {
 		var b strings.Builder

@@ -5,10 +5,13 @@
 //
 //   - TestFaultMix: for each seed, 20% of ARM calls fail (429 with
 //     Retry-After, 409 AnotherOperationInProgress, 412, 500/503, connection
-//     resets, 504 after a delay, long-running operations ending Failed)
-//     during a churn of Services, endpoints, taints and nodes; after the
-//     faults stop, verify must come clean within the bound; then a restart
-//     without change must make no ARM write.
+//     resets, 504 after a delay, long-running operations ending Failed; the
+//     network security group's GETs and PUTs like every other path) during
+//     a churn of Services, their access settings (source ranges, service
+//     tags, deny-all, no NSG rule, invalid ranges), endpoints, taints and
+//     nodes; after the faults stop, verify (NSG rules included) must come
+//     clean within the bound; then a restart without change must make no
+//     ARM write.
 //   - TestCrashRecovery: kill -9 of the controller at random points during
 //     churn, restart, verify clean.
 //   - TestLeaderFailover: two replicas under the chart's leader election;

@@ -16,12 +16,19 @@ import (
 // stop, verify must come clean within the bound, and a restart without
 // change must make no ARM write.
 func TestFaultMix(t *testing.T) {
+	var nsg nsgTally
 	for seed := 1; seed <= suite.params.Seeds; seed++ {
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { faultMixSeed(t, uint64(seed)) })
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { faultMixSeed(t, uint64(seed), &nsg) })
 	}
+	if nsg.calls == nil {
+		return // no seed got to its churn
+	}
+	nsg.check(t)
+	t.Logf("network security group calls under faults: %v GET, %v PUT (faulted: %v, %v)",
+		nsg.calls["GET"], nsg.calls["PUT"], nsg.faulted["GET"], nsg.faulted["PUT"])
 }
 
-func faultMixSeed(t *testing.T, seed uint64) {
+func faultMixSeed(t *testing.T, seed uint64, nsg *nsgTally) {
 	p := suite.params
 	ctx := context.Background()
 	resetCluster(t)
@@ -52,14 +59,16 @@ func faultMixSeed(t *testing.T, seed uint64) {
 			faulted++
 		}
 	}
+	targets := armTargets(churnStart, stopped)
+	nsg.add(targets, w)
 	converged := c.waitClean(t, p.Bound)
 	verifyCLI(t)
 	after, afterWrites := armCalls(r.userAgent, stopped)
 	figure(t, "fault-mix", map[string]any{
-		"seed": seed, "events": p.Events, "faultTailSeconds": p.FaultTail.Seconds(), "eventKinds": w.counts, "churnSeconds": churn.Seconds(),
+		"seed": seed, "events": p.Events, "faultTailSeconds": p.FaultTail.Seconds(), "eventKinds": w.counts, "accessChanges": w.accessCounts, "churnSeconds": churn.Seconds(),
 		"services": len(w.services), "nodes": len(w.nodes),
 		"armCallsDuringChurn": reads + writes, "writesDuringChurn": writes, "faultedCalls": faulted,
-		"faultShare": float64(faulted) / float64(max(reads+writes, 1)), "faultsByKind": fired,
+		"faultShare": float64(faulted) / float64(max(reads+writes, 1)), "faultsByKind": fired, "armCallsByTarget": targets,
 		"cleanSecondsAfterFaultsStopped": converged.Seconds(), "armCallsAfterFaultsStopped": after + afterWrites,
 		"writesAfterFaultsStopped": afterWrites, "initialConvergeSeconds": initial.Seconds(),
 	})

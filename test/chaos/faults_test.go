@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +20,11 @@ type faultKind struct {
 
 // The mix. Every ARM request of the matching method fails with the kind's
 // answer at the weight's share of the total rate; reads get the kinds a
-// read can get, writes all of them.
+// read can get, writes all of them. The faults match by method only (no
+// path): every ARM path is a target alike, the network security group's
+// GETs and PUTs (networkSecurityGroups, written for every LoadBalancer
+// Service) as much as load balancers, pools and public IPs, and
+// TestFaultMix checks that they were hit (nsgTally).
 var faultKinds = []faultKind{
 	{"429-retry-after", emulator.Fault{Status: http.StatusTooManyRequests, Code: "SubscriptionRequestsThrottled", RetryAfter: "1"},
 		map[string]int{"GET": 6, "PUT": 4, "DELETE": 4}},
@@ -88,4 +94,100 @@ func (m *faultMix) stop() map[string]int {
 	}
 	emu.ClearFaults()
 	return out
+}
+
+// armTarget names the ARM resource type a request path addresses: the
+// resource types after the provider namespace, joined with '/'
+// ("loadBalancers", "networkSecurityGroups",
+// "loadBalancers/backendAddressPools", "locations/operations").
+func armTarget(path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i := len(segs) - 2; i >= 0; i-- {
+		if strings.EqualFold(segs[i], "providers") {
+			var types []string
+			for j := i + 2; j < len(segs); j += 2 {
+				types = append(types, segs[j])
+			}
+			return strings.Join(types, "/")
+		}
+	}
+	if len(segs) >= 4 && strings.EqualFold(segs[2], "resourceGroups") {
+		return "resourceGroups"
+	}
+	return "other"
+}
+
+// targetCalls are one resource type's ARM calls under faults.
+type targetCalls struct {
+	Calls   int `json:"calls"`
+	Faulted int `json:"faulted"`
+	// Answers counts the faulted calls by method and answer
+	// ("PUT 409"; status 0: the connection was reset; a 2xx write whose
+	// operation ended Failed shows as its status).
+	Answers map[string]int `json:"faultedByAnswer,omitempty"`
+}
+
+// armTargets counts the ARM calls in [from, to) by resource type and
+// method ("networkSecurityGroups PUT").
+func armTargets(from, to time.Time) map[string]*targetCalls {
+	out := map[string]*targetCalls{}
+	for _, rec := range suite.env.Emulator().Requests() {
+		if rec.Kind != "arm" || rec.Time.Before(from) || !rec.Time.Before(to) {
+			continue
+		}
+		key := armTarget(rec.Path) + " " + rec.Method
+		tc := out[key]
+		if tc == nil {
+			tc = &targetCalls{Answers: map[string]int{}}
+			out[key] = tc
+		}
+		tc.Calls++
+		if rec.Faulted {
+			tc.Faulted++
+			tc.Answers[fmt.Sprintf("%s %d", rec.Method, rec.Status)]++
+		}
+	}
+	return out
+}
+
+// nsgTally adds up, over a run's seeds, the network security group's
+// calls under faults and the churn events that call for NSG writes.
+type nsgTally struct {
+	calls, faulted map[string]int // by method
+	changes        int            // Services created and access changes
+}
+
+func (n *nsgTally) add(targets map[string]*targetCalls, w *world) {
+	if n.calls == nil {
+		n.calls, n.faulted = map[string]int{}, map[string]int{}
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPut} {
+		if tc := targets["networkSecurityGroups "+method]; tc != nil {
+			n.calls[method] += tc.Calls
+			n.faulted[method] += tc.Faulted
+		}
+	}
+	n.changes += w.counts[evSvcCreate] + w.counts[evAccess]
+}
+
+// nsgFaultFloor is how many NSG calls of one method make it certain enough
+// that the mix hit some (at 20%, none in 60 calls has a probability of
+// 1.5e-6). A short run makes fewer (the writer puts the changes made at
+// the same time into one PUT); the full run makes several hundred.
+const nsgFaultFloor = 60
+
+// check fails the test unless the churn made the controller read and
+// write the network security group while the faults were on, and the mix
+// faulted those calls as it faults every ARM call.
+func (n *nsgTally) check(t *testing.T) {
+	t.Helper()
+	for _, method := range []string{http.MethodGet, http.MethodPut} {
+		switch {
+		case n.changes > 0 && n.calls[method] == 0:
+			t.Errorf("no network security group %s while the faults were on, after %d Service creations and access changes: the churn did not reach the NSG",
+				method, n.changes)
+		case n.calls[method] >= nsgFaultFloor && n.faulted[method] == 0:
+			t.Errorf("none of %d network security group %ss was faulted: the NSG is not among the fault mix's targets", n.calls[method], method)
+		}
+	}
 }
