@@ -172,7 +172,9 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 		return nil
 	}
 	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
-	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeIPs, released)}
+	// Its node ports leave every node, eligible or not: a node that
+	// became ineligible (excluded, deleted) may still be in a rule.
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeAddresses(p.knownNodes(nodes)), released)}
 	if acc != nil && spec != nil {
 		// Destinations follow the Service's floating IP setting. The IPv6
 		// rules of an internal Service have floating IP off all the same
@@ -393,4 +395,24 @@ func knownFrontendAddresses(spec *annotations.ServiceSpec, inputs []frontendInpu
 		out[in.family] = a
 	}
 	return out, true
+}
+
+// knownNodes are the nodes passed in and those of the node lister.
+func (p *Provider) knownNodes(nodes []*v1.Node) []*v1.Node {
+	if p.nodes == nil {
+		return nodes
+	}
+	all, err := p.nodes.List(labels.Everything())
+	if err != nil {
+		return nodes
+	}
+	seen := make(map[string]bool, len(all))
+	out := make([]*v1.Node, 0, len(all)+len(nodes))
+	for _, n := range append(all, nodes...) {
+		if !seen[n.Name] {
+			seen[n.Name] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -332,7 +332,7 @@ func (m *nodeMode) nsgExpect(svc *v1.Service, spec *annotations.ServiceSpec, acc
 			for proto, ports := range byProto {
 				rule := allowRuleName(fam, proto, set, ports)
 				for _, src := range set {
-					if !ns.floating && feAddrs[fam] != "" {
+					if !ns.floating { // its node ports on any node, frontend or not (the rules may be written first)
 						for _, port := range ports {
 							ns.nodeGrants[[3]string{strings.ToLower(proto), sourceKey(src), port}] = true
 						}
