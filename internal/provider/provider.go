@@ -101,6 +101,9 @@ type Provider struct {
 	collectMu sync.Mutex
 	collected bool
 
+	seenMu      sync.Mutex
+	seenNodeIPs map[string]v1.IPFamily // every node address seen (knownNodeAddresses)
+
 	namespaces   corelisters.NamespaceLister
 	nodes        corelisters.NodeLister // nil: trust the nodes passed in
 	slices       discoverylisters.EndpointSliceLister

@@ -174,7 +174,7 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
 	// Its node ports leave every node, eligible or not: a node that
 	// became ineligible (excluded, deleted) may still be in a rule.
-	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, nodeAddresses(p.knownNodes(nodes)), released)}
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, p.knownNodeAddresses(nodes), released)}
 	if acc != nil && spec != nil {
 		// Destinations follow the Service's floating IP setting. The IPv6
 		// rules of an internal Service have floating IP off all the same
@@ -227,8 +227,9 @@ func (p *Provider) finishSecurityRules(svc *v1.Service, acc *accesscontrol.Acces
 	return nil
 }
 
-// releaseOf is everything the Service may hold in the NSG: its frontend
-// addresses now and as last reported, and its node ports on the nodes.
+// releaseOf is everything the Service may hold in the NSG: the addresses
+// of the frontends it has (and is leaving), and its node ports on every
+// node address seen.
 func (p *Provider) releaseOf(svc *v1.Service, frontends map[v1.IPFamily]string, nodeIPs map[v1.IPFamily][]string, released []string) securitygroup.Release {
 	var r securitygroup.Release
 	seen := map[string]bool{}
@@ -241,9 +242,10 @@ func (p *Provider) releaseOf(svc *v1.Service, frontends map[v1.IPFamily]string, 
 	for _, a := range frontends {
 		add(a)
 	}
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		add(in.IP)
-	}
+	// Not the addresses of its status: once its frontend is gone such an
+	// address is free, and another Service may hold it already (found by
+	// the chaos suite: a retried delete took a new Service's rules away).
+	// The frontends it still has are in frontends and released.
 	for _, a := range released {
 		add(a)
 	}
@@ -397,22 +399,35 @@ func knownFrontendAddresses(spec *annotations.ServiceSpec, inputs []frontendInpu
 	return out, true
 }
 
-// knownNodes are the nodes passed in and those of the node lister.
-func (p *Provider) knownNodes(nodes []*v1.Node) []*v1.Node {
-	if p.nodes == nil {
-		return nodes
-	}
-	all, err := p.nodes.List(labels.Everything())
-	if err != nil {
-		return nodes
-	}
-	seen := make(map[string]bool, len(all))
-	out := make([]*v1.Node, 0, len(all)+len(nodes))
-	for _, n := range append(all, nodes...) {
-		if !seen[n.Name] {
-			seen[n.Name] = true
-			out = append(out, n)
+// maxSeenNodeAddresses bounds the memory of node addresses seen: past it
+// the memory starts again from the current nodes (deleted nodes' addresses
+// are then collected at the next start).
+const maxSeenNodeAddresses = 50000
+
+// knownNodeAddresses are the addresses of the nodes passed in, of the node
+// lister, and of every node seen since the start: a node deleted since
+// still has its grants (found by the chaos suite), and a Service's node
+// ports must leave it too.
+func (p *Provider) knownNodeAddresses(nodes []*v1.Node) map[v1.IPFamily][]string {
+	all := nodes
+	if p.nodes != nil {
+		if listed, err := p.nodes.List(labels.Everything()); err == nil {
+			all = append(append([]*v1.Node(nil), listed...), nodes...)
 		}
+	}
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	if p.seenNodeIPs == nil || len(p.seenNodeIPs) > maxSeenNodeAddresses {
+		p.seenNodeIPs = map[string]v1.IPFamily{}
+	}
+	for fam, ips := range nodeAddresses(all) {
+		for _, a := range ips {
+			p.seenNodeIPs[a] = fam
+		}
+	}
+	out := map[v1.IPFamily][]string{}
+	for a, fam := range p.seenNodeIPs {
+		out[fam] = append(out[fam], a)
 	}
 	return out
 }

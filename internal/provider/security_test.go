@@ -444,3 +444,29 @@ func TestSecurityRulesReleasePreviousFrontend(t *testing.T) {
 		}
 	}
 }
+
+// A Service whose frontend is gone does not release the address its status
+// still shows: another Service may hold it by now (found by the chaos
+// suite: a retried delete took a new Service's rules away).
+func TestSecurityRulesStaleStatusKeepsOthers(t *testing.T) {
+	h := newSGHarness(t, nil)
+	ctx := context.Background()
+	b := testService("b", "e1111111-2222-3333-4444-555555555555", nil, 80)
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", b, sgNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := st.Ingress[0].IP
+	a := testService("a", "f1111111-2222-3333-4444-555555555555", nil, 80)
+	a.Status.LoadBalancer = *st // a stale status: the address was a's before b got it
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", a); err != nil {
+		t.Fatal(err)
+	}
+	held := false
+	for _, r := range h.rules(t) {
+		held = held || slices.Contains(ruleDests(r), ip)
+	}
+	if !held {
+		t.Errorf("deleting a Service with a stale status took %s out of b's rule", ip)
+	}
+}
