@@ -205,9 +205,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 		listSlices, synced = slices.Lister(), slices.Informer().HasSynced
 	}
 	c.SetListers(f.Core().V1().Namespaces().Lister(), f.Core().V1().Nodes().Lister(), listSlices, synced)
-	if c.migrator != nil {
-		c.SetServiceLister(f.Core().V1().Services().Lister())
-	}
+	c.SetServiceLister(f.Core().V1().Services().Lister())
 }
 
 // UseLoadBalancer makes lb the cloud's LoadBalancer in place of the

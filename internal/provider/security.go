@@ -344,12 +344,34 @@ func (p *Provider) collectSecurityRules(ctx context.Context) error {
 			live[a] = true
 		}
 	}
-	res, err := p.sg.Collect(ctx, func(d string) bool {
+	liveDest := func(d string) bool {
 		if ip, err := netip.ParseAddr(d); err == nil {
 			return live[ip.String()]
 		}
 		return true // a prefix or tag: not an address azlb put there for a Service
-	})
+	}
+	edit := securitygroup.Edit{Service: "(collect)", Live: liveDest}
+	if p.services != nil {
+		// Node ports no Service has any more (ports changed or Service
+		// deleted while no controller ran) leave the nodes' addresses.
+		svcs, err := p.services.List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		ports := map[[2]string]bool{}
+		for _, s := range svcs {
+			for _, sp := range s.Spec.Ports {
+				if sp.NodePort != 0 {
+					ports[[2]string{accesscontrol.RuleProtocol(sp.Protocol), accesscontrol.PortString(sp.NodePort)}] = true
+				}
+			}
+		}
+		edit.LiveNodePort = func(protocol, port string) bool { return ports[[2]string{protocol, port}] }
+		for _, ips := range p.knownNodeAddresses(nil) {
+			edit.Release.NodeAddresses = append(edit.Release.NodeAddresses, ips...)
+		}
+	}
+	res, err := p.sg.Update(ctx, edit)
 	if err == nil && res.Changed {
 		logger(ctx).Info("Removed destinations of deleted Services from the network security group")
 	}

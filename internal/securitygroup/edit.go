@@ -22,6 +22,10 @@ type Edit struct {
 	// Live, when not nil, removes from azlb's rules every destination for
 	// which it returns false (Collect).
 	Live func(destination string) bool
+	// LiveNodePort, with Live, also removes Release.NodeAddresses from the
+	// rules none of whose ports it reports live for the rule's protocol
+	// (node ports no Service has any more).
+	LiveNodePort func(protocol, port string) bool
 }
 
 // Release names the destinations a Service leaves.
@@ -72,11 +76,16 @@ func (m *model) apply(e *Edit) {
 	gone := func(d string) bool { return rel[d] || (e.Live != nil && !e.Live(d)) }
 	for name, r := range m.allow {
 		onPorts := false
+		deadPorts := e.LiveNodePort != nil
 		for _, p := range r.ports {
 			if nodePorts[r.protocol][p] {
 				onPorts = true
 			}
+			if e.LiveNodePort != nil && e.LiveNodePort(r.protocol, p) {
+				deadPorts = false
+			}
 		}
+		onPorts = onPorts || deadPorts
 		for d := range r.dsts {
 			if gone(d) || (onPorts && nodes[d]) {
 				delete(r.dsts, d)
