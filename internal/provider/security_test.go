@@ -47,14 +47,7 @@ func newSGHarness(t *testing.T, mutate func(*config.Config)) *sgHarness {
 func newSGProvider(t testing.TB, cfg *config.Config, clients *azure.Clients, rec record.EventRecorder) *Provider {
 	t.Helper()
 	store := testutil.StartStore(t, lbstore.Options{Config: cfg, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})
-	sg, err := securitygroup.New(securitygroup.Options{Client: clients.SecurityGroup, ResourceGroup: cfg.SecurityGroupResourceGroup, Name: cfg.SecurityGroupName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); sg.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	sg := testutil.StartSecurityGroups(t, cfg, clients.SecurityGroup)
 	p, err := New(Options{Config: cfg, Clients: clients, Store: store, Recorder: rec, SecurityGroups: sg})
 	if err != nil {
 		t.Fatal(err)

@@ -277,7 +277,7 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 			r.err, r.res = nil, Result{}
 			next := m.clone()
 			next.apply(r.edit)
-			rules, changed, err := next.render(r.edit.Service)
+			rules, _, err := next.render(r.edit.Service)
 			if err == nil {
 				err = checkLimits(r.edit.Service, rules)
 			}
@@ -285,7 +285,6 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 				r.err = err
 				continue
 			}
-			_ = changed
 			r.res.Changed = next.fingerprint() != m.fingerprint()
 			m = next
 			ok = append(ok, r)

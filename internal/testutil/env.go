@@ -23,17 +23,23 @@ func StartStore(t testing.TB, o lbstore.Options) *lbstore.Store {
 	if err != nil {
 		t.Fatalf("lbstore.New: %v", err)
 	}
+	runUntilCleanup(t, s.Run)
+	return s
+}
+
+// runUntilCleanup runs a writer's Run until the test ends, and waits for
+// it to return.
+func runUntilCleanup(t testing.TB, run func(context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Run(ctx)
+		run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
-	return s
 }
 
 // StartSecurityGroups builds the writer of the configuration's NSG and
@@ -44,16 +50,7 @@ func StartSecurityGroups(t testing.TB, cfg *config.Config, c azure.SecurityGroup
 	if err != nil {
 		t.Fatalf("securitygroup.New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, s.Run)
 	return s
 }
 

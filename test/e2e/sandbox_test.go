@@ -8,8 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -158,11 +156,11 @@ func TestSandboxUpStatusDown(t *testing.T) {
 		t.Helper()
 		seen := map[string]int{}
 		eventually(t, 60*time.Second, "answers from "+fe.String()+" to "+src.String(), func(context.Context) (bool, error) {
-			name, err := sandboxHelloFrom(src, fe)
+			name, err := testutil.HelloFrom(src, fe, 2*time.Second)
 			return err == nil && name != "", nil
 		})
 		for range 30 {
-			name, err := sandboxHelloFrom(src, fe)
+			name, err := testutil.HelloFrom(src, fe, 2*time.Second)
 			if err != nil {
 				t.Fatalf("GET http://%s/ from %s: %v", fe, src, err)
 			}
@@ -343,28 +341,6 @@ func TestSandboxNICDemo(t *testing.T) {
 	checkSandboxRaces(t, opts.Dir)
 }
 
-// sandboxHelloFrom is testutil.Hello from a chosen source address, as
-// `curl --interface SRC`: the emulator's network security groups judge the
-// connection by it.
-func sandboxHelloFrom(src netip.Addr, fe netip.AddrPort) (string, error) {
-	d := &net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: src.AsSlice()}}
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
-	defer c.CloseIdleConnections()
-	resp, err := c.Get("http://" + fe.String() + "/")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", resp.Status, body)
-	}
-	return strings.TrimSpace(string(body)), nil
-}
-
 // sandboxDenied checks that new connections from src to a frontend fail,
 // and that the sandbox's data plane counts them as denied by network
 // security (not as a missing or failing backend).
@@ -380,7 +356,7 @@ func sandboxDeniedErr(t *testing.T, dir string, src netip.Addr, fe netip.AddrPor
 	const tries = 5
 	before := sandboxDeniedFlows(t, dir, fe)
 	for range tries {
-		if name, err := sandboxHelloFrom(src, fe); err == nil {
+		if name, err := testutil.HelloFrom(src, fe, 2*time.Second); err == nil {
 			return fmt.Errorf("GET http://%s/ from %s answered by %q: want it denied", fe, src, name)
 		}
 	}
