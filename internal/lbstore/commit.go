@@ -48,6 +48,12 @@ type UpdateOptions struct {
 	// is sent without If-Match); only a caller that owns the load balancer
 	// whole may set it. A conflict retry reads as usual.
 	AssumeAbsent bool
+	// Fresh reads the load balancer from ARM for the round even when the
+	// cached copy is fresh: a caller about to report the load balancer as
+	// it wants it (a Service reconcile) compares against what Azure holds
+	// now, so an out-of-band change inside the cache TTL is seen and
+	// repaired. Concurrent changes of one round share the one read.
+	Fresh bool
 }
 
 // PoolOptions tune UpdatePools.
@@ -82,6 +88,7 @@ type change struct {
 	mutate       Mutation
 	create       bool
 	assumeAbsent bool
+	fresh        bool
 	lbOut        *armnetwork.LoadBalancer
 	// ...or a pool edit.
 	pool       *PoolEdit
@@ -117,7 +124,7 @@ func (c *change) finish(err error) {
 // exist or was deleted). A load balancer left without frontends is deleted.
 // caller labels the wait metric.
 func (s *Store) UpdateLB(ctx context.Context, caller, name string, o UpdateOptions, m Mutation) (*armnetwork.LoadBalancer, error) {
-	c := &change{caller: caller, lb: name, mutate: m, create: o.Create, assumeAbsent: o.Create && o.AssumeAbsent, done: make(chan struct{})}
+	c := &change{caller: caller, lb: name, mutate: m, create: o.Create, assumeAbsent: o.Create && o.AssumeAbsent, fresh: o.Fresh, done: make(chan struct{})}
 	if err := s.submit(ctx, []*change{c}); err != nil {
 		return nil, err
 	}

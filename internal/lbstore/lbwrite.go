@@ -45,11 +45,12 @@ func (s *Store) writeLB(ctx context.Context, name string, batch []*change) {
 	}
 }
 
-// tryLB reads the load balancer (from the cache unless fresh is set or its
-// etag is unknown), applies every mutation to one copy and writes it once.
+// tryLB reads the load balancer (from the cache unless fresh is set, a
+// change asks for a fresh read or its etag is unknown), applies every mutation to one copy and writes it once.
 // A mutation's own error goes to its change only; an ARM error is returned.
 func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh bool) (*armnetwork.LoadBalancer, error) {
 	e, ok := s.cache.get(name)
+	fresh = fresh || anyFresh(batch)
 	switch {
 	case !ok && !fresh && allAssumeAbsent(batch):
 		e = &entry{}
@@ -174,6 +175,15 @@ func (s *Store) deleteLB(ctx context.Context, name string) error {
 
 // allAssumeAbsent reports whether every change of a batch may skip reading
 // a load balancer that is not cached.
+func anyFresh(batch []*change) bool {
+	for _, c := range batch {
+		if c.fresh {
+			return true
+		}
+	}
+	return false
+}
+
 func allAssumeAbsent(batch []*change) bool {
 	for _, c := range batch {
 		if !c.assumeAbsent {

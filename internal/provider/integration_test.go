@@ -426,6 +426,11 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, ptr.Deref(lb.Etag, "")); err != nil {
 		t.Fatal(err)
 	}
+	// The reconcile reads the load balancer afresh (it sees the tag), and
+	// someone writes it again between that read and the PUT: one 412.
+	if _, err := h.env.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: `/loadBalancers/kubernetes$`, Status: http.StatusPreconditionFailed, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
 	h.env.Emulator().ResetRequests()
 	b := testService("b", "bbbbbbbb-1111-0000-0000-000000000011", nil, 81)
 	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", b, nodes); err != nil {
@@ -443,6 +448,41 @@ func TestConcurrentChangeGets412AndConverges(t *testing.T) {
 	lb = h.lb(t, "kubernetes")
 	if !hasOwnedFrontend(lb, names.FrontendBase(a)) || !hasOwnedFrontend(lb, names.FrontendBase(b)) || ptr.Deref(lb.Tags["owner"], "") != "someone-else" {
 		t.Fatalf("lost an update: a=%v b=%v tag=%q", hasOwnedFrontend(lb, names.FrontendBase(a)), hasOwnedFrontend(lb, names.FrontendBase(b)), ptr.Deref(lb.Tags["owner"], ""))
+	}
+}
+
+// A Service reconcile never reports success from a stale cache: a rule
+// deleted out of band inside the cache TTL is seen and written back when
+// the Service is ensured again (the audit's reproduction, issue 32 item 1).
+// A node-only update may still trust the cache.
+func TestEnsureInsideCacheTTLRepairsOutOfBandChange(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	svc := testService("web", "aaaaaaaa-1111-0000-0000-000000000020", nil, 80, 443)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	lb := h.lb(t, "kubernetes")
+	if n := len(lb.Properties.LoadBalancingRules); n != 2 {
+		t.Fatalf("rules = %d, want 2", n)
+	}
+	lb.Properties.LoadBalancingRules = lb.Properties.LoadBalancingRules[:1]
+	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, ptr.Deref(lb.Etag, "")); err != nil {
+		t.Fatal(err)
+	}
+	h.env.Emulator().ResetRequests()
+	if err := h.p.UpdateLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Fatalf("a node-only update made %d writes, want 0 (it trusts the cache)", w)
+	}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.lb(t, "kubernetes").Properties.LoadBalancingRules); n != 2 {
+		t.Fatalf("after EnsureLoadBalancer inside the cache TTL: %d rules, want 2 (success reported from a stale cache)", n)
 	}
 }
 

@@ -265,7 +265,10 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err := p.removeFromLBs(ctx, caller, svc, lbName); err != nil {
 		return nil, err
 	}
-	lb, err := p.store.UpdateLB(ctx, caller, lbName, lbstore.UpdateOptions{Create: true}, mutate)
+	// The Service changed (or its last reconcile failed): compare with what
+	// Azure holds now, not with the cache, so an out-of-band change is
+	// repaired rather than reported as success.
+	lb, err := p.store.UpdateLB(ctx, caller, lbName, lbstore.UpdateOptions{Create: true, Fresh: true}, mutate)
 	if err != nil {
 		var rl *RuleLimitError
 		if errors.As(err, &rl) {
