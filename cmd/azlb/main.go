@@ -237,5 +237,8 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	for _, w := range cfg.UnknownFieldWarnings() {
+		fmt.Fprintf(out, "WARNING azure.json: %s\n", w)
+	}
 	return status.Render(out, snap)
 }

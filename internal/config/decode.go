@@ -94,7 +94,10 @@ func lookupField(fields []jsonField, key string) *jsonField {
 // checker walks one generic tree.
 type checker struct {
 	unknown []string
-	errs    []error
+	// hints maps an unknown field's path to the known field it is likely
+	// a misspelling of.
+	hints map[string]string
+	errs  []error
 }
 
 func (c *checker) fail(path, rule string) {
@@ -230,6 +233,12 @@ func (c *checker) object(obj map[string]any, t reflect.Type, path string) map[st
 		f := lookupField(fields, k)
 		if f == nil {
 			c.unknown = append(c.unknown, joinPath(path, k))
+			if near := nearestField(fields, k); near != "" {
+				if c.hints == nil {
+					c.hints = map[string]string{}
+				}
+				c.hints[joinPath(path, k)] = near
+			}
 			continue
 		}
 		fieldPath := joinPath(path, f.name)
@@ -255,4 +264,58 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// nearestField is the field whose name is within a small edit distance of
+// key (ignoring case): at most 1 edit for names up to 8 letters, 2 above.
+// Ties and no match give "".
+func nearestField(fields []jsonField, key string) string {
+	limit := 1
+	if len(key) > 8 {
+		limit = 2
+	}
+	best, bestD, tie := "", limit+1, false
+	for _, f := range fields {
+		d := editDistance(strings.ToLower(f.name), strings.ToLower(key), limit)
+		switch {
+		case d < bestD:
+			best, bestD, tie = f.name, d, false
+		case d == bestD:
+			tie = true
+		}
+	}
+	if tie || bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes), or limit+1
+// as soon as it must exceed limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -111,6 +111,7 @@ func load(data []byte) (*Config, error) {
 	if len(chk.unknown) > 0 {
 		slices.Sort(chk.unknown)
 		c.unknownFields = chk.unknown
+		c.unknownHints = chk.hints
 	}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
@@ -200,4 +201,24 @@ func (c *Config) UnknownFields() []string {
 		return nil
 	}
 	return slices.Clone(c.unknownFields)
+}
+
+// UnknownFieldWarnings is UnknownFields for a person: one line per ignored
+// field, naming the field it is likely a misspelling of when one is close
+// (for example "enableLoadBalancerAdminStat: not a field azlb reads, ignored;
+// did you mean enableLoadBalancerAdminState?"). The controller logs them at
+// start; azlb status and azlb verify print them.
+func (c *Config) UnknownFieldWarnings() []string {
+	if c == nil {
+		return nil
+	}
+	out := make([]string, 0, len(c.unknownFields))
+	for _, f := range c.unknownFields {
+		line := f + ": not a field azlb reads, ignored"
+		if near, ok := c.unknownHints[f]; ok {
+			line += "; did you mean " + near + "?"
+		}
+		out = append(out, line)
+	}
+	return out
 }

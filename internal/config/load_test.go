@@ -210,6 +210,45 @@ func TestLoadUnknownFields(t *testing.T) {
 	}
 }
 
+// A misspelt key is named with the field it is likely meant to be (the
+// audit's reproduction: enableLoadBalancerAdminStat was dropped without a
+// word); a key close to no field, or to two, gets no guess.
+func TestUnknownFieldWarningsSuggestTheNearestField(t *testing.T) {
+	c := mustLoad(t, doc(t, map[string]any{
+		"enableLoadBalancerAdminStat": false,
+		"vmType":                      "vmss",
+		"securityGroupNmae":           "nsg",
+		"useInstanceMetadata":         true,
+	}))
+	want := []string{
+		"enableLoadBalancerAdminStat: not a field azlb reads, ignored; did you mean enableLoadBalancerAdminState?",
+		"securityGroupNmae: not a field azlb reads, ignored; did you mean securityGroupName?",
+		"useInstanceMetadata: not a field azlb reads, ignored",
+		"vmType: not a field azlb reads, ignored",
+	}
+	if got := c.UnknownFieldWarnings(); !slices.Equal(got, want) {
+		t.Errorf("UnknownFieldWarnings =\n%q\nwant\n%q", got, want)
+	}
+	if (*Config)(nil).UnknownFieldWarnings() != nil || len((&Config{}).UnknownFieldWarnings()) != 0 {
+		t.Error("warnings of a Config not from Load must be empty")
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b  string
+		limit int
+		want  int
+	}{
+		{"kitten", "sitting", 3, 3}, {"abc", "abc", 1, 0}, {"abc", "abd", 1, 1}, {"abc", "", 1, 2},
+		{"enableloadbalanceradminstat", "enableloadbalanceradminstate", 2, 1}, {"abcdef", "fedcba", 2, 3},
+	} {
+		if got := editDistance(tc.a, tc.b, tc.limit); got != tc.want {
+			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tc.a, tc.b, tc.limit, got, tc.want)
+		}
+	}
+}
+
 func TestLoadValidationErrorListsUnknownFields(t *testing.T) {
 	// A misspelt required key: the error says what was ignored.
 	err := loadErr(t, doc(t, map[string]any{"resourceGroup": nil, "resourceGroupName": "rg"}))

@@ -193,4 +193,5 @@ type Config struct {
 
 	// unknownFields holds the keys Load ignored; see UnknownFields.
 	unknownFields []string
+	unknownHints  map[string]string
 }

@@ -75,6 +75,9 @@ func Register() {
 		if err != nil {
 			return nil, fmt.Errorf("cloud provider %s: %w", ProviderName, err)
 		}
+		for _, w := range cfg.UnknownFieldWarnings() {
+			klog.Warningf("azure.json: %s", w)
+		}
 		return NewCloud(context.Background(), cfg)
 	})
 }

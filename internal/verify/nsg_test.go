@@ -418,3 +418,21 @@ func TestAccessSources(t *testing.T) {
 		})
 	}
 }
+
+// Ignored azure.json fields are printed as warnings; they do not make the
+// report unclean.
+func TestWarningsArePrintedAndKeepTheReportClean(t *testing.T) {
+	rep := Check(fixture())
+	rep.Warnings = []string{"enableLoadBalancerAdminStat: not a field azlb reads, ignored; did you mean enableLoadBalancerAdminState?"}
+	if !rep.Clean() {
+		t.Fatal("a warning made the report unclean")
+	}
+	var b strings.Builder
+	if err := rep.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "WARN  azure.json: enableLoadBalancerAdminStat: not a field azlb reads, ignored; did you mean enableLoadBalancerAdminState?\n") ||
+		!strings.Contains(b.String(), "; 1 warning(s)") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}

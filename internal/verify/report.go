@@ -33,6 +33,9 @@ type Report struct {
 	Mode     string
 	Findings []Finding
 	Skipped  []Finding
+	// Warnings do not make the report unclean: azure.json fields azlb
+	// ignored (config.UnknownFieldWarnings), a likely misspelt setting.
+	Warnings []string
 	// What was looked at.
 	Services, Nodes, LoadBalancers, PublicIPs int
 	// SecurityGroup names the network security group judged ("none
@@ -71,6 +74,9 @@ func (r *Report) Write(w io.Writer) error {
 	for _, f := range r.Skipped {
 		b.WriteString("SKIP  " + f.String() + "\n")
 	}
+	for _, w := range r.Warnings {
+		b.WriteString("WARN  azure.json: " + w + "\n")
+	}
 	b.WriteString(r.Summary() + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -93,6 +99,9 @@ func (r *Report) Summary() string {
 	}
 	if len(r.Skipped) > 0 {
 		s += fmt.Sprintf("; %d skipped", len(r.Skipped))
+	}
+	if len(r.Warnings) > 0 {
+		s += fmt.Sprintf("; %d warning(s)", len(r.Warnings))
 	}
 	return s
 }

@@ -37,5 +37,7 @@ func Run(ctx context.Context, cfg *config.Config, clients *azure.Clients, kube k
 	if err != nil {
 		return nil, err
 	}
-	return Check(s), nil
+	rep := Check(s)
+	rep.Warnings = cfg.UnknownFieldWarnings()
+	return rep, nil
 }
