@@ -31,6 +31,9 @@
 //     method takes and releases the lock itself, so a read followed by a
 //     placement followed by a write is not atomic: callers that need that
 //     serialise per object (the Service and node controllers already do).
+//   - InFlight makes concurrent placements count each other: the rules of
+//     a Service placed but not yet written count on its load balancer until
+//     the caller releases the reservation.
 //
 // Configuration names are compared case-insensitively, as Azure compares
 // resource names; results always carry the name as spelled in the

@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,6 +252,34 @@ func TestMultipleSLBPlacementAndRestart(t *testing.T) {
 	}
 	if w := h.writes(); w != 0 {
 		t.Fatalf("restart made %d ARM writes, want 0", w)
+	}
+}
+
+// Services ensured concurrently count each other's placement (the audit:
+// three Services created in one apply all went to one load balancer).
+func TestConcurrentPlacementsCountEachOther(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}, {Name: "lb-2"}}
+	})
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("a1", "10.240.0.10"), testNode("a2", "10.240.0.11")}
+	var svcs []*v1.Service
+	for i := range 4 {
+		svcs = append(svcs, testService(fmt.Sprintf("s%d", i), fmt.Sprintf("e%d000000-0000-0000-0000-000000000000", i), nil, 80))
+	}
+	var wg sync.WaitGroup
+	for _, svc := range svcs {
+		wg.Go(func() {
+			if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+				t.Errorf("EnsureLoadBalancer(%s): %v", svc.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, name := range []string{"kubernetes", "lb-2"} {
+		if n := ruleCount(h.lb(t, name)); n != 2 {
+			t.Errorf("load balancer %s has %d rules, want 2 (4 one-port Services over 2 load balancers)", name, n)
+		}
 	}
 }
 

@@ -191,10 +191,11 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		return nil, err
 	}
 	families := serviceFamilies(svc)
-	lbName, configName, err := p.chooseLB(ctx, svc, spec)
+	lbName, configName, placed, err := p.chooseLB(ctx, svc, spec, families)
 	if err != nil {
 		return nil, err
 	}
+	defer placed()
 	base := names.FrontendBase(svc)
 	// The Service's frontends as they are now, on any managed load balancer:
 	// public IPs it no longer uses after this reconcile (public -> internal,
@@ -465,26 +466,18 @@ func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, 
 
 // chooseLB picks the load balancer for the Service: the default one (or its
 // internal twin) in single mode, the placement result in multiple-SLB mode.
-// configName is "" in single mode.
-func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec) (lbName, configName string, err error) {
+// configName is "" in single mode. placed ends the Service's in-flight
+// reservation; the caller calls it once its write is done.
+func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily) (lbName, configName string, placed func(), err error) {
 	if p.placer == nil {
-		return names.LoadBalancer(p.cfg.DefaultLoadBalancerName(), spec.Internal), "", nil
-	}
-	// Rule counts of the load balancer the Service would use on each
-	// configuration: the public one, or its internal twin.
-	counts := map[string]int{}
-	for _, cfgName := range p.configNames() {
-		lb, err := p.store.Get(ctx, names.LoadBalancer(cfgName, spec.Internal))
-		if err != nil {
-			return "", "", err
-		}
-		counts[cfgName] = ruleCount(lb)
+		return names.LoadBalancer(p.cfg.DefaultLoadBalancerName(), spec.Internal), "", func() {}, nil
 	}
 	nsLabels, err := p.namespaceLabels(ctx, svc.Namespace)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	current, _ := p.state.ServiceConfig(names.FrontendBase(svc))
+	base := names.FrontendBase(svc)
+	current, _ := p.state.ServiceConfig(base)
 	info := placement.ServiceInfo{
 		Key:             names.ServiceKey(svc),
 		NamespaceLabels: nsLabels,
@@ -492,12 +485,38 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 		Requested:       spec.LoadBalancerConfigurations,
 		Current:         current,
 	}
-	cfgName, err := p.placer.PlaceService(info, counts)
+	// Rule counts of the load balancer the Service would use on each
+	// configuration (the public one, or its internal twin), plus the rules
+	// of Services placed there whose write has not landed yet: Services
+	// created together count each other.
+	lbName, placed, err = p.inflight.Place(base, func(reserved map[string]int) (string, int, error) {
+		counts := map[string]int{}
+		lbs := map[string]*armnetwork.LoadBalancer{}
+		for _, cfgName := range p.configNames() {
+			name := names.LoadBalancer(cfgName, spec.Internal)
+			lb, err := p.store.Get(ctx, name)
+			if err != nil {
+				return "", 0, err
+			}
+			lbs[cfgName] = lb
+			counts[cfgName] = ruleCount(lb) + reserved[name]
+		}
+		cfgName, err := p.placer.PlaceService(info, counts)
+		if err != nil {
+			p.warn(svc, EventReasonPlacementFailed, "%v", err)
+			return "", 0, err
+		}
+		configName = cfgName
+		rules := len(svc.Spec.Ports) * len(families)
+		if lb := lbs[cfgName]; lb != nil {
+			rules -= ownedRuleCount(lb, base) // already counted there
+		}
+		return names.LoadBalancer(cfgName, spec.Internal), rules, nil
+	})
 	if err != nil {
-		p.warn(svc, EventReasonPlacementFailed, "%v", err)
-		return "", "", err
+		return "", "", nil, err
 	}
-	return names.LoadBalancer(cfgName, spec.Internal), cfgName, nil
+	return lbName, configName, placed, nil
 }
 
 // configOf maps a load balancer name to its configuration name.

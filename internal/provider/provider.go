@@ -93,6 +93,7 @@ type Provider struct {
 	clock    clock.PassiveClock
 	placer   *placement.Placer // nil in single load balancer mode
 	state    *placement.State
+	inflight *placement.InFlight // placements whose write has not landed
 
 	inventory *compute.Inventory
 	nicPools  *nicpool.Writer
@@ -145,6 +146,7 @@ func New(opts Options) (*Provider, error) {
 		policy:   backendpool.PolicyFromConfig(cfg),
 		recorder: rec,
 		state:    placement.NewState(),
+		inflight: placement.NewInFlight(),
 
 		unsupported: newReportedAnnotations(maxReportedServices),
 
