@@ -338,10 +338,18 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 		}
 		log.Info("Backend admin state applied", "node", node.Name, "state", t.State, "reasons", reasons,
 			"pools", len(r.Pools), "changedEntries", r.Changed)
-		if t.State == StateDown {
+		switch {
+		case t.State == StateDown && len(r.Pools) == 0:
+			// Nothing was written: say so rather than "Down on 0 pools".
+			c.recorder.Eventf(node, v1.EventTypeNormal, EventReasonAdminStateDown,
+				"No backend pool holds the node (taints: %s): it takes no load-balanced traffic, and a pool that takes it in gets it with AdminState Down", strings.Join(reasons, ", "))
+		case t.State == StateDown:
 			c.recorder.Eventf(node, v1.EventTypeNormal, EventReasonAdminStateDown,
 				"Load balancer AdminState Down on %d backend pool(s) (taints: %s)", len(r.Pools), strings.Join(reasons, ", "))
-		} else {
+		case len(r.Pools) == 0:
+			c.recorder.Eventf(node, v1.EventTypeNormal, EventReasonAdminStateNone,
+				"No backend pool holds the node: nothing to restore; a pool that takes it in gets it with AdminState None")
+		default:
 			c.recorder.Eventf(node, v1.EventTypeNormal, EventReasonAdminStateNone,
 				"Load balancer AdminState None restored on %d backend pool(s)", len(r.Pools))
 		}

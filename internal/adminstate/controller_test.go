@@ -114,6 +114,26 @@ func TestControllerTaintTransitions(t *testing.T) {
 	}
 }
 
+// A node no pool holds (multiple load balancers: its load balancer serves
+// no Service yet) gets an event that says so, not "Down on 0 backend
+// pool(s)" (issue 32 item 5).
+func TestControllerNodeInNoPoolEventSaysSo(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	e := newCtrlEnv(t, f, nil, append(clusterNodes(), node("n9", "u9", []string{"10.0.0.9"}))...)
+	e.run()
+	e.setTaints("n9", taintOOS)
+	poll(t, waitFor, "Down event", func() bool { return len(e.events.Find("n9", EventReasonAdminStateDown)) == 1 })
+	if msg := e.events.Find("n9", EventReasonAdminStateDown)[0].Message; !strings.HasPrefix(msg, "No backend pool holds the node") {
+		t.Errorf("Down event message %q", msg)
+	}
+	e.setTaints("n9")
+	poll(t, waitFor, "None event", func() bool { return len(e.events.Find("n9", EventReasonAdminStateNone)) == 1 })
+	if msg := e.events.Find("n9", EventReasonAdminStateNone)[0].Message; !strings.HasPrefix(msg, "No backend pool holds the node") {
+		t.Errorf("None event message %q", msg)
+	}
+}
+
 func TestControllerPartialTaintRemovalKeepsDown(t *testing.T) {
 	f := newFakeARM(t)
 	clusterLayout(f)
