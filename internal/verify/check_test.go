@@ -158,6 +158,15 @@ func TestIPBasedFindings(t *testing.T) {
 		{"taint takes the node down", func(s *Snapshot) {
 			s.Nodes[0].Spec.Taints = []v1.Taint{testutil.Taint("node.kubernetes.io/out-of-service", "x")}
 		}, []string{"entry n1 (node n1) has adminState None, want Down (taints node.kubernetes.io/out-of-service)"}},
+		{"a cluster pool no rule uses still follows taints", func(s *Snapshot) {
+			s.Nodes[0].Spec.Taints = []v1.Taint{testutil.Taint("node.kubernetes.io/out-of-service", "x")}
+			lbOf(s).BackendAddressPools = append(lbOf(s).BackendAddressPools, &armnetwork.BackendAddressPool{
+				Name: ptr.To("kubernetes-IPv6"),
+				Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
+					entry("n1", "fd00::1", "None"), entry("n9", "fd00::9", "None"),
+				}},
+			})
+		}, []string{"entry n1 (node n1) has adminState None, want Down", "pool kubernetes/kubernetes-IPv6: entry n1 (node n1) has adminState None, want Down"}},
 		{"another draining value is not a trigger", func(s *Snapshot) {
 			s.Nodes[0].Spec.Taints = []v1.Taint{testutil.Taint("cloudprovider.azure.microsoft.com/draining", "other")}
 		}, nil},

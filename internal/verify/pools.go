@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -86,8 +87,9 @@ func clusterPoolFamily(cluster, pool string) v1.IPFamily {
 // checkPools checks the members of the pools rules use: cluster pools
 // (every eligible node, or in multiple-SLB mode the nodes placed on this
 // configuration: checkNodePlacement) and Local Services' pools (the nodes
-// of their ready endpoints). A cluster pool no rule uses carries no traffic
-// and is not judged.
+// of their ready endpoints). A cluster pool no rule uses carries no traffic:
+// only its entries' admin state is judged (admin-state.md: every entry of
+// the node, on every load balancer).
 func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 	name := ptr.Deref(lb.Name, "")
 	used := rulePools(lb)
@@ -108,6 +110,8 @@ func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 				continue
 			}
 			m.checkEntries(name, p, fam, m.eligibleWithIP(fam, nil), true)
+		case m.isClusterPool(pn):
+			m.checkIdleAdminState(name, p)
 		case local[lower(pn)].svc != nil:
 			lp := local[lower(pn)]
 			m.checkEntries(name, p, lp.fam, m.eligibleWithIP(lp.fam, endpointNodes(lp.svc, m.s.Slices)), true)
@@ -117,6 +121,35 @@ func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 		if !slices.ContainsFunc(poolsOf(lb), func(p *armnetwork.BackendAddressPool) bool { return strings.EqualFold(ptr.Deref(p.Name, ""), pn) }) {
 			m.r.add(serviceObject(lp.svc), "multiple-load-balancers.md#externaltrafficpolicylocal-services",
 				"load balancer %s has no dedicated pool %s", name, names.LocalServicePool(lp.svc.Namespace, lp.svc.Name, lp.fam))
+		}
+	}
+}
+
+// checkIdleAdminState checks the admin state of the entries of a cluster
+// pool no rule uses: those of known nodes follow their taints like any
+// other entry.
+func (m *nodeMode) checkIdleAdminState(lbName string, p *armnetwork.BackendAddressPool) {
+	obj := fmt.Sprintf("pool %s/%s", lbName, ptr.Deref(p.Name, ""))
+	owners := map[string]string{} // lower-cased ip configuration owner -> node
+	if m.nic {
+		for name, vm := range m.s.VMs {
+			for _, o := range vm.Owners {
+				owners[o] = name
+			}
+		}
+	}
+	for _, e := range entriesOf(p) {
+		ep := e.Properties
+		if ep == nil {
+			continue
+		}
+		node, entry := ptr.Deref(e.Name, ""), ptr.Deref(e.Name, "")
+		if ep.NetworkInterfaceIPConfiguration != nil {
+			id := ptr.Deref(ep.NetworkInterfaceIPConfiguration.ID, "")
+			node, entry = owners[names.IPConfigOwner(id)], cmp.Or(entry, id)
+		}
+		if n := m.nodes[node]; n != nil {
+			m.checkAdminState(obj, entry, ep.AdminState, n)
 		}
 	}
 }
