@@ -225,6 +225,20 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if early, ok := knownFrontendAddresses(spec, inputs, ingress); ok {
 		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes, released...)
 	}
+	// Addresses the Service leaves are out of the NSG before its frontends
+	// move: once a frontend has moved and its public IP is deleted nothing
+	// remembers them, should this reconcile fail after that.
+	sgDone := false
+	if leaving := leavingAddresses(svc, lbName, released, inputs, ingress, previous); len(leaving) > 0 {
+		if sgPending != nil {
+			if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
+				return nil, err
+			}
+			sgDone = true
+		} else if err := p.releaseAddresses(ctx, svc, leaving); err != nil {
+			return nil, err
+		}
+	}
 
 	pools := p.servicePoolNames(svc, families)
 	ref := p.lbRef(lbName)
@@ -302,11 +316,13 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 			ingress[fam] = frontendPrivateIP(lb, names.Frontend(svc, fam))
 		}
 	}
-	if sgPending == nil {
-		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes, released...)
-	}
-	if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
-		return nil, err
+	if !sgDone {
+		if sgPending == nil {
+			sgPending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes, released...)
+		}
+		if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
+			return nil, err
+		}
 	}
 	return ingressStatus(families, ingress), nil
 }

@@ -287,7 +287,9 @@ func (p *Provider) frontendAddresses(ctx context.Context, svc *v1.Service, lb *a
 // no addresses of a frontend on a managed load balancer nor of a node: the
 // rules of Services deleted while no controller ran. It runs once per
 // start, before the first reconcile; without a node lister it does not
-// run (node addresses could not be told apart).
+// run (node addresses could not be told apart). With a load-balancer class
+// (SetLoadBalancerClass) it removes no address, only node ports no Service
+// has.
 func (p *Provider) collectSecurityRules(ctx context.Context) error {
 	if p.sg == nil || p.nodes == nil {
 		return nil
@@ -350,10 +352,20 @@ func (p *Provider) collectSecurityRules(ctx context.Context) error {
 		}
 		return true // a prefix or tag: not an address azlb put there for a Service
 	}
+	if !p.class.IsDefault() {
+		// azlb serves one load-balancer class beside the default
+		// implementation, which may write the same rules into this NSG
+		// (on AKS, AKS's cloud controller manager does): an address on no
+		// load balancer of azlb's may be one of its Services'. Only node
+		// ports are collected.
+		liveDest = func(string) bool { return true }
+	}
 	edit := securitygroup.Edit{Service: "(collect)", Live: liveDest}
 	if p.services != nil {
 		// Node ports no Service has any more (ports changed or Service
 		// deleted while no controller ran) leave the nodes' addresses.
+		// Every Service counts, of any class: a node port another
+		// implementation's Service has is not azlb's to close.
 		svcs, err := p.services.List(labels.Everything())
 		if err != nil {
 			return err
@@ -401,6 +413,48 @@ func (p *Provider) releaseSecurityRules(ctx context.Context, svc *v1.Service) er
 		nodes = all
 	}
 	return p.finishSecurityRules(svc, nil, p.beginSecurityRules(ctx, svc, nil, nil, nil, nodes, released...))
+}
+
+// leavingAddresses are the addresses among released (those of the
+// Service's frontends now) that it will not hold after this reconcile:
+// not a public IP it keeps (ingress), not the private address a frontend
+// asks for or keeps, not the address of a dynamic internal frontend that
+// stays where it is.
+func leavingAddresses(svc *v1.Service, lbName string, released []string, inputs []frontendInput, ingress map[v1.IPFamily]string, previous serviceFrontendSet) []string {
+	kept := map[string]bool{}
+	keep := func(a string) {
+		if ip, err := netip.ParseAddr(a); err == nil {
+			kept[ip.String()] = true
+		}
+	}
+	for _, a := range ingress {
+		keep(a)
+	}
+	for _, in := range inputs {
+		keep(in.privateIP)
+		keep(in.keepIP)
+		if in.subnetID == "" || in.privateIP != "" {
+			continue
+		}
+		for _, f := range previous {
+			if strings.EqualFold(f.lb, lbName) && strings.EqualFold(ptr.Deref(f.fe.Name, ""), names.Frontend(svc, in.family)) && f.fe.Properties != nil {
+				keep(ptr.Deref(f.fe.Properties.PrivateIPAddress, ""))
+			}
+		}
+	}
+	var out []string
+	for _, a := range released {
+		if ip, err := netip.ParseAddr(a); err == nil && !kept[ip.String()] {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+// releaseAddresses takes addresses the Service leaves out of every rule,
+// and nothing else.
+func (p *Provider) releaseAddresses(ctx context.Context, svc *v1.Service, addrs []string) error {
+	return p.finishSecurityRules(svc, nil, p.sg.Begin(ctx, securitygroup.Edit{Service: names.ServiceKey(svc), Release: securitygroup.Release{Addresses: addrs}}))
 }
 
 // knownFrontendAddresses are the Service's frontend addresses when all are

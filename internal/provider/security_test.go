@@ -463,3 +463,48 @@ func TestSecurityRulesStaleStatusKeepsOthers(t *testing.T) {
 		t.Errorf("deleting a Service with a stale status took %s out of b's rule", ip)
 	}
 }
+
+// A move whose NSG write fails (any error) does not forget the address it leaves: the
+// release lands before the frontends move and the old public IP is
+// deleted, so the retry still knows the address (found by the chaos fault
+// mix: rules kept the addresses of public IPs deleted by moves whose NSG
+// write was faulted, and another Service got the address later).
+func TestSecurityRulesMoveWithFailedNSGWriteReleasesOnRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*v1.Service)
+	}{
+		{"public to internal", func(s *v1.Service) {
+			s.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+		}},
+		{"another public IP", func(s *v1.Service) {
+			s.Annotations = map[string]string{"service.beta.kubernetes.io/azure-pip-name": "web-other"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSGHarness(t, nil)
+			ctx := context.Background()
+			svc := testService("web", "d2111111-2222-3333-4444-555555555555", nil, 80)
+			st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := st.Ingress[0].IP
+			tc.change(svc)
+			if _, err := h.env.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: `/networkSecurityGroups/`, Status: http.StatusBadRequest, Code: "InvalidRequestFormat", Count: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes); err == nil {
+				t.Fatal("the reconcile whose NSG write failed reported success")
+			}
+			if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes); err != nil {
+				t.Fatal(err)
+			}
+			for name, r := range h.rules(t) {
+				if slices.Contains(ruleDests(r), old) {
+					t.Errorf("rule %s still holds the address %s the Service left", name, old)
+				}
+			}
+		})
+	}
+}
