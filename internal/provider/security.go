@@ -287,9 +287,7 @@ func (p *Provider) frontendAddresses(ctx context.Context, svc *v1.Service, lb *a
 // no addresses of a frontend on a managed load balancer nor of a node: the
 // rules of Services deleted while no controller ran. It runs once per
 // start, before the first reconcile; without a node lister it does not
-// run (node addresses could not be told apart). With a load-balancer class
-// (SetLoadBalancerClass) it removes no address, only node ports no Service
-// has.
+// run (node addresses could not be told apart).
 func (p *Provider) collectSecurityRules(ctx context.Context) error {
 	if p.sg == nil || p.nodes == nil {
 		return nil
@@ -352,20 +350,10 @@ func (p *Provider) collectSecurityRules(ctx context.Context) error {
 		}
 		return true // a prefix or tag: not an address azlb put there for a Service
 	}
-	if !p.class.IsDefault() {
-		// azlb serves one load-balancer class beside the default
-		// implementation, which may write the same rules into this NSG
-		// (on AKS, AKS's cloud controller manager does): an address on no
-		// load balancer of azlb's may be one of its Services'. Only node
-		// ports are collected.
-		liveDest = func(string) bool { return true }
-	}
 	edit := securitygroup.Edit{Service: "(collect)", Live: liveDest}
 	if p.services != nil {
 		// Node ports no Service has any more (ports changed or Service
 		// deleted while no controller ran) leave the nodes' addresses.
-		// Every Service counts, of any class: a node port another
-		// implementation's Service has is not azlb's to close.
 		svcs, err := p.services.List(labels.Everything())
 		if err != nil {
 			return err
@@ -454,7 +442,15 @@ func leavingAddresses(svc *v1.Service, lbName string, released []string, inputs 
 // releaseAddresses takes addresses the Service leaves out of every rule,
 // and nothing else.
 func (p *Provider) releaseAddresses(ctx context.Context, svc *v1.Service, addrs []string) error {
-	return p.finishSecurityRules(svc, nil, p.sg.Begin(ctx, securitygroup.Edit{Service: names.ServiceKey(svc), Release: securitygroup.Release{Addresses: addrs}}))
+	res, err := p.sg.Update(ctx, securitygroup.Edit{Service: names.ServiceKey(svc), Release: securitygroup.Release{Addresses: addrs}})
+	if err != nil {
+		return fmt.Errorf("release the addresses the Service leaves (%s) from the network security group: %w", strings.Join(addrs, ", "), err)
+	}
+	if res.Changed && res.Written {
+		rg, name := p.sg.Name()
+		p.recorder.Eventf(svc, v1.EventTypeNormal, EventReasonSecurityRulesUpdated, "Network security group %s/%s: released the addresses the Service leaves (%s)", rg, name, strings.Join(addrs, ", "))
+	}
+	return nil
 }
 
 // knownFrontendAddresses are the Service's frontend addresses when all are
