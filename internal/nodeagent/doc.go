@@ -13,9 +13,11 @@
 //   - with Service and EndpointSlice listers, is also the node's kube-proxy
 //     for the emulator's data plane (Proxy): on the node's loopback address
 //     it serves the node port (and, with floating IP, the Service port) of
-//     every Service, answering with the node's name, resets traffic kube-proxy
-//     would refuse, and answers health check node ports from the node's
-//     ready endpoints. While the VM is not running it serves nothing.
+//     every TCP and UDP Service port, answering with the node's name (an
+//     HTTP answer on TCP, a reply datagram echoing the request on UDP:
+//     UDPReply), resets (TCP) or drops (UDP) traffic kube-proxy would not
+//     forward, and answers health check node ports from the node's ready
+//     endpoints. While the VM is not running it serves nothing.
 //
 // A node without a VM (no providerID) is always running: the Agent then
 // only runs its kube-proxy (the node was registered by whoever created it).

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,15 +35,18 @@ const ProxyHealthPort = 10256
 const annotationDisableFloatingIP = "service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip"
 
 // Proxy is the kube-proxy part of a simulated node, for the emulator's data
-// plane: on the node's loopback IPv4 addresses it serves every TCP port a
-// load balancer sends Service traffic to (the node port; the Service port too
-// when floating IP is on) and answers each HTTP request with the node's name,
-// so a client sees which node served it. As kube-proxy does, it refuses
-// (resets) traffic of a Service with no ready endpoint, and of an
-// externalTrafficPolicy Local Service with no ready endpoint on this node;
-// the Service's health check node port answers 200 when the node has ready
-// endpoints of the Service and 503 otherwise; port 10256 answers /healthz.
-// Addresses that are not IPv4 loopback are never bound.
+// plane: on the node's loopback IPv4 addresses it serves every TCP and UDP
+// port a load balancer sends Service traffic to (the node port; the Service
+// port too when floating IP is on), so a client sees which node served it:
+// each HTTP request on a TCP port is answered with the node's name, each
+// datagram on a UDP port with a reply datagram naming the node (UDPReply).
+// As kube-proxy does, it refuses traffic of a Service with no ready
+// endpoint, and of an externalTrafficPolicy Local Service with no ready
+// endpoint on this node: a TCP connection is reset, a UDP datagram
+// dropped. The Service's health check node port (TCP) answers 200 when the
+// node has ready endpoints of the Service and 503 otherwise; port 10256
+// answers /healthz. SCTP ports are not served. Addresses that are not IPv4
+// loopback are never bound.
 type Proxy struct {
 	node     string
 	addrs    []netip.Addr
@@ -50,7 +55,28 @@ type Proxy struct {
 	log      klog.Logger
 
 	mu      sync.Mutex
-	servers map[netip.AddrPort]*portServer
+	servers map[socketKey]server
+}
+
+// portKey is a port of one protocol (v1.ProtocolTCP or v1.ProtocolUDP).
+type portKey struct {
+	proto v1.Protocol
+	port  uint16
+}
+
+// socketKey is a port of one protocol on one address.
+type socketKey struct {
+	proto v1.Protocol
+	addr  netip.AddrPort
+}
+
+// server serves one socketKey: a TCP port (portServer) or a UDP port
+// (udpServer).
+type server interface {
+	// setRoles replaces what the port serves.
+	setRoles(roles []portRole)
+	// close stops serving and waits until the server has stopped.
+	close()
 }
 
 // NewProxy builds the proxy of a node from its addresses (those that are
@@ -60,7 +86,7 @@ func NewProxy(node string, ips []string, services corelisters.ServiceLister, sli
 	if node == "" || services == nil || slices == nil {
 		return nil, errors.New("nodeagent: NewProxy: node name, Service and EndpointSlice listers are required")
 	}
-	p := &Proxy{node: node, services: services, slices: slices, log: log.WithValues("node", node), servers: map[netip.AddrPort]*portServer{}}
+	p := &Proxy{node: node, services: services, slices: slices, log: log.WithValues("node", node), servers: map[socketKey]server{}}
 	for _, s := range ips {
 		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && a.IsLoopback() {
 			p.addrs = append(p.addrs, a)
@@ -85,20 +111,41 @@ const (
 	roleProxyHealth                 // kube-proxy's /healthz
 )
 
-// portServer serves one address and port.
+// roleSet is what a port serves, swapped atomically by Sync.
+type roleSet struct{ roles atomic.Pointer[[]portRole] }
+
+func (r *roleSet) setRoles(roles []portRole) { r.roles.Store(&roles) }
+
+// roleFrom is the role of a flow from src. Several floating-IP Services
+// on one port: the data plane connects from the frontend's address, which
+// names the Service; otherwise the port's first role.
+func (r *roleSet) roleFrom(src netip.Addr) portRole {
+	roles := *r.roles.Load()
+	if len(roles) > 1 {
+		host := src.Unmap().String()
+		for _, x := range roles {
+			if slices.Contains(x.ingress, host) {
+				return x
+			}
+		}
+	}
+	return roles[0]
+}
+
+// portServer serves one TCP address and port over HTTP.
 type portServer struct {
-	p     *Proxy
-	ln    net.Listener
-	srv   *http.Server
-	done  chan struct{}
-	roles atomic.Pointer[[]portRole]
+	roleSet
+	p    *Proxy
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
 }
 
 // Sync makes the served ports match the Services. With running false the
 // node is down: every port closes and every connection ends. A port that
 // cannot be opened is logged and tried again at the next Sync.
 func (p *Proxy) Sync(running bool) error {
-	want := map[uint16][]portRole{}
+	want := map[portKey][]portRole{}
 	if running && len(p.addrs) > 0 {
 		var err error
 		if want, err = p.desired(); err != nil {
@@ -107,26 +154,26 @@ func (p *Proxy) Sync(running bool) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ap, s := range p.servers {
-		if _, ok := want[ap.Port()]; !ok {
+	for k, s := range p.servers {
+		if _, ok := want[portKey{k.proto, k.addr.Port()}]; !ok {
 			s.close()
-			delete(p.servers, ap)
+			delete(p.servers, k)
 		}
 	}
 	var errs []error
-	for port, roles := range want {
+	for pk, roles := range want {
 		for _, a := range p.addrs {
-			ap := netip.AddrPortFrom(a, port)
-			s := p.servers[ap]
+			k := socketKey{pk.proto, netip.AddrPortFrom(a, pk.port)}
+			s := p.servers[k]
 			if s == nil {
 				var err error
-				if s, err = p.listen(ap); err != nil {
+				if s, err = p.listen(k, roles); err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				p.servers[ap] = s
+				p.servers[k] = s
 			}
-			s.roles.Store(&roles)
+			s.setRoles(roles)
 		}
 	}
 	if len(errs) > 0 {
@@ -138,8 +185,10 @@ func (p *Proxy) Sync(running bool) error {
 // Close closes every port.
 func (p *Proxy) Close() { _ = p.Sync(false) }
 
-// desired lists the roles of every port from the Services.
-func (p *Proxy) desired() (map[uint16][]portRole, error) {
+// desired lists the roles of every port from the Services: a TCP or UDP
+// Service port is served on its node port (and Service port with floating
+// IP) in its own protocol; health check ports are TCP.
+func (p *Proxy) desired() (map[portKey][]portRole, error) {
 	svcs, err := p.services.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list Services: %w", err)
@@ -147,10 +196,11 @@ func (p *Proxy) desired() (map[uint16][]portRole, error) {
 	sort.Slice(svcs, func(i, j int) bool {
 		return svcs[i].Namespace+"/"+svcs[i].Name < svcs[j].Namespace+"/"+svcs[j].Name
 	})
-	want := map[uint16][]portRole{ProxyHealthPort: {{kind: roleProxyHealth}}}
-	add := func(port int32, r portRole) {
-		if port > 0 && port <= 65535 && port != ProxyHealthPort {
-			want[uint16(port)] = append(want[uint16(port)], r)
+	want := map[portKey][]portRole{{v1.ProtocolTCP, ProxyHealthPort}: {{kind: roleProxyHealth}}}
+	add := func(proto v1.Protocol, port int32, r portRole) {
+		k := portKey{proto, uint16(port)}
+		if port > 0 && port <= 65535 && k != (portKey{v1.ProtocolTCP, ProxyHealthPort}) {
+			want[k] = append(want[k], r)
 		}
 	}
 	for _, s := range svcs {
@@ -165,29 +215,35 @@ func (p *Proxy) desired() (map[uint16][]portRole, error) {
 		}
 		floating := lb && !strings.EqualFold(strings.TrimSpace(s.Annotations[annotationDisableFloatingIP]), "true")
 		for _, port := range s.Spec.Ports {
-			if port.Protocol != "" && port.Protocol != v1.ProtocolTCP {
+			proto := cmp.Or(port.Protocol, v1.ProtocolTCP)
+			if proto != v1.ProtocolTCP && proto != v1.ProtocolUDP {
 				continue
 			}
-			add(port.NodePort, r)
+			add(proto, port.NodePort, r)
 			if floating {
-				add(port.Port, r)
+				add(proto, port.Port, r)
 			}
 		}
 		if lb && r.local {
 			hc := r
 			hc.kind = roleHealthCheck
-			add(s.Spec.HealthCheckNodePort, hc)
+			add(v1.ProtocolTCP, s.Spec.HealthCheckNodePort, hc)
 		}
 	}
 	return want, nil
 }
 
-func (p *Proxy) listen(ap netip.AddrPort) (*portServer, error) {
-	ln, err := net.Listen("tcp4", ap.String())
+// listen opens a port of its protocol and serves roles on it.
+func (p *Proxy) listen(k socketKey, roles []portRole) (server, error) {
+	if k.proto == v1.ProtocolUDP {
+		return p.listenUDP(k.addr, roles)
+	}
+	ln, err := net.Listen("tcp4", k.addr.String())
 	if err != nil {
 		return nil, err
 	}
 	s := &portServer{p: p, ln: ln, done: make(chan struct{})}
+	s.setRoles(roles)
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
@@ -203,19 +259,11 @@ func (s *portServer) close() {
 
 // ServeHTTP answers one request on a port.
 func (s *portServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	roles := *s.roles.Load()
-	role := roles[0]
-	// Several floating-IP Services on one port: the data plane connects
-	// from the frontend's address, which names the Service.
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && len(roles) > 1 {
-		for _, x := range roles {
-			for _, ip := range x.ingress {
-				if ip == host {
-					role = x
-				}
-			}
-		}
+	var src netip.Addr
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		src = ap.Addr()
 	}
+	role := s.roleFrom(src)
 	p := s.p
 	switch role.kind {
 	case roleProxyHealth:
@@ -232,14 +280,21 @@ func (s *portServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"service":        map[string]string{"namespace": role.svc.Namespace, "name": role.svc.Name},
 			"localEndpoints": local, "serviceProxyHealthy": true})
 	default:
-		ready, local := p.endpoints(role.svc)
-		if ready == 0 || (role.local && local == 0) {
+		if !p.serves(role) {
 			reset(w) // kube-proxy rejects or drops it
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, p.node+"\n")
 	}
+}
+
+// serves reports whether kube-proxy on this node forwards a Service's
+// traffic: the Service has a ready endpoint and, with
+// externalTrafficPolicy Local, one on this node.
+func (p *Proxy) serves(role portRole) bool {
+	ready, local := p.endpoints(role.svc)
+	return ready > 0 && (!role.local || local > 0)
 }
 
 // endpoints counts the Service's ready endpoints, and those on this node.

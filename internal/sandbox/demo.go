@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,11 +53,30 @@ func demoAgentNodes() []nodeagent.Node {
 // 127.0.0.1, which the network security group denies.
 const RestrictedSource = "127.0.0.2"
 
+// demoServices are the Services of the default demo, each answering
+// through the data plane once the sandbox is ready.
+var demoServices = []string{"web", "api", "restricted", "echo"}
+
+// EchoPort is the port of the demo Service "echo": UDP, DNS-like. Each
+// datagram is answered by the node that received it, with its name and the
+// datagram echoed (nodeagent.UDPReply): `echo hi | nc -u -w1 IP 53`.
+const EchoPort = 53
+
+// demoSource is the client address a demo Service admits (the zero Addr:
+// any, a plain client on the host).
+func demoSource(svc string) netip.Addr {
+	if svc == "restricted" {
+		return netip.MustParseAddr(RestrictedSource)
+	}
+	return netip.Addr{}
+}
+
 // createDemo creates the demo nodes, namespace and Services: "web"
 // (ExternalTrafficPolicy=Cluster, port 80, placed automatically), "api"
-// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation)
-// and "restricted" (like web, but only RestrictedSource may connect), and
-// their EndpointSlices.
+// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation),
+// "restricted" (like web, but only RestrictedSource may connect) and "echo"
+// (ExternalTrafficPolicy=Cluster, UDP port EchoPort, a DNS-like echo, on
+// lb-pool2 by annotation), and their EndpointSlices.
 func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	for _, d := range demoNodes {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{
@@ -78,18 +98,26 @@ func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	api.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-pool2"}
 	restricted := demoService("restricted", 80, v1.ServiceExternalTrafficPolicyCluster)
 	restricted.Spec.LoadBalancerSourceRanges = []string{RestrictedSource + "/32"}
-	for _, svc := range []*v1.Service{web, api, restricted} {
+	// echo is on lb-pool2 with api, so that it never takes the place web
+	// would get on "kubernetes" (the Services are placed concurrently).
+	echo := demoService("echo", EchoPort, v1.ServiceExternalTrafficPolicyCluster)
+	echo.Spec.Ports[0].Name, echo.Spec.Ports[0].Protocol = "dns", v1.ProtocolUDP
+	echo.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-pool2"}
+	for _, svc := range []*v1.Service{web, api, restricted, echo} {
 		if _, err := cs.CoreV1().Services(DemoNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create service %s: %w", svc.Name, err)
 		}
 	}
 	// The Services' pods: "web" on two nodes (traffic reaching any node is
 	// forwarded to them), "api" on aks-pool1-1 and aks-pool2-0 (only those
-	// answer its health probe), "restricted" on two nodes as web.
+	// answer its health probe), "restricted" and "echo" on two nodes as web.
+	echoSlice := demoSlice("echo", EchoPort, map[string]string{"aks-pool1-1": "10.244.1.53", "aks-pool2-0": "10.244.3.53"})
+	echoSlice.Ports[0].Name, echoSlice.Ports[0].Protocol = ptr.To("dns"), ptr.To(v1.ProtocolUDP)
 	for _, sl := range []*discoveryv1.EndpointSlice{
 		demoSlice("web", 80, map[string]string{"aks-pool1-0": "10.244.0.10", "aks-pool2-1": "10.244.4.10"}),
 		demoSlice("api", 8080, map[string]string{"aks-pool1-1": "10.244.1.10", "aks-pool2-0": "10.244.3.10"}),
 		demoSlice("restricted", 80, map[string]string{"aks-pool1-2": "10.244.2.30", "aks-pool2-1": "10.244.4.30"}),
+		echoSlice,
 	} {
 		if _, err := cs.DiscoveryV1().EndpointSlices(DemoNamespace).Create(ctx, sl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create endpointslice %s: %w", sl.Name, err)

@@ -57,7 +57,9 @@ const (
 )
 
 // Up starts everything and creates the demo cluster. It returns once every
-// demo Service has its ingress IP.
+// demo Service has its ingress IP and, in the default demo, answers through
+// the emulator's data plane (TCP Services an HTTP request, the UDP one a
+// datagram), so the README's first request is served.
 func Up(ctx context.Context, o Options) error {
 	start := time.Now()
 	if !knownVariant(o.Variant) {

@@ -125,12 +125,14 @@ func (v *variantRun) demo(ctx context.Context, cs kubernetes.Interface) ([]strin
 	case VariantBasic:
 		return basicServiceNames(), nil // seeded with their Basic-era IPs
 	default:
-		return []string{"web", "api", "restricted"}, createDemo(ctx, cs)
+		return demoServices, createDemo(ctx, cs)
 	}
 }
 
 // ready waits for what the variant shows beyond the ingress IPs: the VMs
-// in the NIC-based pool, or the pods in the service gateway.
+// in the NIC-based pool, the pods in the service gateway, or (the default
+// demo, whose nodes carry traffic) every Service answering through the
+// data plane.
 func (v *variantRun) ready(ctx context.Context) error {
 	controllerLog := filepath.Join(v.logs, "controller.log")
 	switch v.o.Variant {
@@ -151,6 +153,14 @@ func (v *variantRun) ready(ctx context.Context) error {
 			return err
 		}
 		v.step("azlb-controller-manager refused to start, as it must with loadBalancerSku basic: %s", msg)
+	case "", VariantMulti:
+		for _, name := range demoServices {
+			fe, node, err := waitAnswer(ctx, v.cs, DemoNamespace, name, demoSource(name), answerTimeout)
+			if err != nil {
+				return fmt.Errorf("%w (see %s and %s)", err, filepath.Join(v.logs, "emulator.log"), filepath.Join(v.logs, "node-agent.log"))
+			}
+			v.step("service %s/%s answers on %s: %s", DemoNamespace, name, fe, node)
+		}
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator/dataplane"
+	"github.com/azlb/azlb/internal/nodeagent"
 	"github.com/azlb/azlb/internal/sandbox"
 	"github.com/azlb/azlb/internal/status"
 	"github.com/azlb/azlb/internal/testutil"
@@ -121,9 +122,10 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 }
 
 // The README's first command: everything starts, the demo Services get
-// their IPs, azlb status shows both load balancers and the Local Service's
-// dedicated pool, the Services answer through the data plane (the Local one
-// only from nodes with its endpoints), the Service with
+// their IPs and answer before Up returns, azlb status shows both load
+// balancers and the Local Service's dedicated pool, the Services answer
+// through the data plane (the Local one only from nodes with its
+// endpoints; the UDP one with a datagram naming a node), the Service with
 // loadBalancerSourceRanges only to its source and the others only while
 // azlb's rules are in the NSG, a taint shows as Down and takes the node out
 // of rotation, and Down stops every process.
@@ -131,8 +133,14 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
 	opts, out := upSandbox(t, "")
 	dir := opts.Dir
+	t.Logf("sandbox up:\n%s", out)
 	if !strings.Contains(out.String(), "sandbox ready") {
 		t.Fatalf("no readiness line:\n%s", out.String())
+	}
+	for _, svc := range []string{"web", "api", "restricted", "echo"} {
+		if !strings.Contains(out.String(), "service demo/"+svc+" answers on ") {
+			t.Errorf("Up returned without demo/%s answering:\n%s", svc, out.String())
+		}
 	}
 	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Fatalf("a second sandbox up in the same directory: %v", err)
@@ -140,7 +148,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 
 	clients, cs, render := sandboxClients(t, dir)
 	first := render()
-	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "demo/restricted", "POOL demo.api"} {
+	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "demo/restricted", "demo/echo", "UDP/53->53", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("status lacks %q:\n%s", want, first)
 		}
@@ -186,7 +194,27 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	}
 	servedBy(restrictedSrc, restricted, demoNodes...)
 	sandboxDenied(t, dir, loopback, restricted)
-	for svc, want := range map[string]string{"web": "Internet", "api": "Internet", "restricted": sandbox.RestrictedSource + "/32"} {
+
+	// echo (UDP, Cluster, on lb-pool2): `echo hi | nc -u -w1 $ECHO 53`
+	// gets a datagram back from either node of its load balancer, with an
+	// endpoint or not: no TCP probe on its node port keeps them out of
+	// rotation.
+	echo := sandboxFrontend(t, cs, "echo")
+	echoNodes := map[string]int{}
+	for i := range 30 {
+		name, err := nodeagent.HelloUDP(loopback, echo, 2*time.Second)
+		if err != nil {
+			t.Fatalf("datagram %d to %s: %v", i, echo, err)
+		}
+		if name != "aks-pool2-0" && name != "aks-pool2-1" {
+			t.Fatalf("datagram %d to %s answered by %q, want a node of lb-pool2", i, echo, name)
+		}
+		echoNodes[name]++
+	}
+	if len(echoNodes) != 2 {
+		t.Errorf("30 UDP flows to %s answered by %v: want both nodes of lb-pool2 (Cluster)", echo, echoNodes)
+	}
+	for svc, want := range map[string]string{"web": "Internet", "api": "Internet", "restricted": sandbox.RestrictedSource + "/32", "echo": "Internet"} {
 		if got := sourcesOf(render(), "demo/"+svc); got != want {
 			t.Errorf("azlb status: %s's sources %q, want %q", svc, got, want)
 		}
