@@ -26,6 +26,14 @@ type Edit struct {
 	// rules none of whose ports it reports live for the rule's protocol
 	// (node ports no Service has any more).
 	LiveNodePort func(protocol, port string) bool
+	// FromCopy, when not 0, lets the edit's round start from the writer's
+	// last copy of the NSG instead of reading it, if that copy's
+	// generation is at least FromCopy (Store.CopyGeneration) and every
+	// edit of the round allows it. The write still carries the copy's
+	// etag, so a copy that is no longer current costs a 412 and a read;
+	// an edit that changes nothing costs no ARM call. The drift pass uses
+	// it for the copy it read at its start.
+	FromCopy uint64
 }
 
 // Release names the destinations a Service leaves.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -63,7 +65,18 @@ type Store struct {
 	pending []*request
 	wake    chan struct{}
 	state   int // 0 not started, 1 running, 2 stopped
+
+	// The last copy read or written, and its generation (one more for
+	// every read or write); used only by rounds (the Run goroutine) but
+	// for CopyGeneration.
+	last    *armnetwork.SecurityGroup
+	copyGen atomic.Uint64
 }
+
+// CopyGeneration is the generation of the writer's last copy of the NSG:
+// an edit with FromCopy set to it (or lower) may be applied to that copy,
+// or a newer one, without a read (see Edit.FromCopy).
+func (s *Store) CopyGeneration() uint64 { return s.copyGen.Load() }
 
 type request struct {
 	edit    *Edit
@@ -258,8 +271,16 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 			close(r.done)
 		}
 	}()
+	fromCopy := s.last != nil
+	for _, r := range reqs {
+		fromCopy = fromCopy && r.edit.FromCopy > 0 && r.edit.FromCopy <= s.copyGen.Load()
+	}
 	for attempt := 0; ; attempt++ {
-		sg, err := s.client.Get(ctx, s.rg, s.name)
+		sg, err := s.last, error(nil)
+		if attempt > 0 || !fromCopy {
+			sg, err = s.client.Get(ctx, s.rg, s.name)
+			s.remember(sg, err)
+		}
 		if err != nil {
 			if azure.Classify(err) == azure.ClassStale {
 				err = &NotFoundError{ResourceGroup: s.rg, Name: s.name}
@@ -302,7 +323,8 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 		props := *sg.Properties
 		props.SecurityRules = rules
 		out.Properties = &props
-		_, err = s.client.CreateOrUpdate(ctx, s.rg, s.name, out, ptr.Deref(sg.Etag, ""))
+		written, err := s.client.CreateOrUpdate(ctx, s.rg, s.name, out, ptr.Deref(sg.Etag, ""))
+		s.remember(written, err)
 		if err == nil {
 			for _, r := range ok {
 				r.res.Written = true
@@ -320,4 +342,15 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 		}
 		return
 	}
+}
+
+// remember keeps a copy just read or written (a failure forgets the copy:
+// the next round reads).
+func (s *Store) remember(sg *armnetwork.SecurityGroup, err error) {
+	if err != nil || sg == nil || sg.Properties == nil {
+		s.last = nil
+		return
+	}
+	s.last = sg
+	s.copyGen.Add(1)
 }
