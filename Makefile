@@ -81,6 +81,7 @@ manifests: ## regenerate deploy/rbac.yaml from the chart
 
 test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + etcd + the emulator
 	./hack/build-tools.sh kube-apiserver etcd helm
+	./hack/ipv6-loopback.sh
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
 test-chaos: ## short reliability suites (fault mix, crashes, leader failover; docs/reliability.md), a few minutes
@@ -116,6 +117,7 @@ golangci:
 	cd hack/tools/image && $(BIN)/golangci-lint run --allow-serial-runners --timeout 15m ./...
 
 sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container|basic; runs in the background)
+	@./hack/ipv6-loopback.sh || echo "sandbox: going on without IPv6 frontends on loopback (see above)" >&2
 	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) --variant $(or $(SANDBOX),multi)
 
 sandbox-down: ## stop everything make sandbox started

@@ -79,7 +79,8 @@ var DefaultNetwork = Network{
 // LoopbackNetwork puts the IPv4 subnet on loopback (127.240.0.0/16 in
 // 127.240.0.0/12), so that node addresses and internal frontends in it can
 // carry traffic through the emulator's data plane. IPv6 is as in
-// DefaultNetwork.
+// DefaultNetwork, which lies in LoopbackIPv6CIDR: served too where
+// hack/ipv6-loopback.sh routed that to the loopback device.
 var LoopbackNetwork = Network{
 	VnetPrefixes:   []string{"127.240.0.0/12", VnetCIDRv6},
 	SubnetPrefixes: []string{"127.240.0.0/16", SubnetCIDRv6},

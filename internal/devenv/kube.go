@@ -37,6 +37,16 @@ const (
 	ControllerUser = "system:serviceaccount:kube-system:azlb-controller-manager"
 )
 
+// The API server's Service cluster IP ranges: it is dual-stack, IPv4
+// first (the primary family: single-stack Services get IPv4), so that
+// Services with ipFamilyPolicy PreferDualStack or RequireDualStack are
+// accepted. An IPv6 range may have at most 20 host bits (/108 or longer)
+// unless the MultiCIDRServiceAllocator is on; /112 is valid either way.
+const (
+	ServiceCIDR   = "10.96.0.0/16"
+	ServiceCIDRv6 = "fd00:96::/112"
+)
+
 // Kube is a local control plane: etcd and kube-apiserver on loopback.
 type Kube struct {
 	Dir string
@@ -126,7 +136,7 @@ func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error)
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", filepath.Join(dir, "sa.key"),
 		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/16",
+		"--service-cluster-ip-range", ServiceCIDR+","+ServiceCIDRv6, // dual-stack: a range per family
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type", "none", // a loopback address cannot be advertised
 		"--disable-admission-plugins", "ServiceAccount",

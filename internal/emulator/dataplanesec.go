@@ -14,6 +14,16 @@ import (
 // VirtualNetwork tag.
 var hostVIP = netip.PrefixFrom(dataplane.ProbeSource.Addr(), 32)
 
+// probeIPv6 and probeIPv6NoVnet stand for the link-local source of
+// Azure's IPv6 health probes (dataplane.ProbeSourcesIPv6): both are in the
+// AzureLoadBalancer tag; only the first is in VirtualNetwork, as hostVIP
+// is, since Azure does not say whether its address is. Probes must pass
+// from both.
+var (
+	probeIPv6       = netip.PrefixFrom(dataplane.ProbeSourcesIPv6[0].Addr(), 128)
+	probeIPv6NoVnet = netip.PrefixFrom(dataplane.ProbeSourcesIPv6[1].Addr(), 128)
+)
+
 var anyPrefixes = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 
 // secIndex is what the data plane needs to know about network security,
@@ -223,8 +233,10 @@ func (ix *secIndex) group(id string) *dataplane.SecurityGroup {
 
 // addresses resolves a rule side's prefix(es) to prefixes: "*" is every
 // address, Internet the configured Internet prefixes outside every
-// virtual network, VirtualNetwork every virtual network's address space
-// and 168.63.129.16, AzureLoadBalancer 168.63.129.16 (probes only),
+// virtual network, VirtualNetwork every virtual network's address space,
+// 168.63.129.16 and the first of dataplane.ProbeSourcesIPv6,
+// AzureLoadBalancer the probes' sources (168.63.129.16 and both
+// dataplane.ProbeSourcesIPv6; probes only),
 // other service tags their configured prefixes (none when not
 // configured). Application security groups are not resolved (they match
 // nothing).
@@ -249,9 +261,9 @@ func (ix *secIndex) addresses(single, plural any) []netip.Prefix {
 			out = append(out, ix.internet...)
 		case tagVirtualNetwork:
 			out = append(out, ix.vnetSpace...)
-			out = append(out, hostVIP)
+			out = append(out, hostVIP, probeIPv6)
 		case tagLoadBalancer:
-			out = append(out, hostVIP)
+			out = append(out, hostVIP, probeIPv6, probeIPv6NoVnet)
 		default:
 			ps, _ := ix.e.tagPrefixes(s)
 			out = append(out, ps...)

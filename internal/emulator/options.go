@@ -64,8 +64,10 @@ type Options struct {
 	// "" means 2603:1030:40::/48.
 	PublicIPv6CIDR string
 	// DataPlane turns on the data plane (package dataplane): load
-	// balancing rules whose frontend address is on IPv4 loopback carry real
-	// TCP to the loopback members of their pools. Public IPv4 addresses
+	// balancing rules whose frontend address is on loopback (127.0.0.0/8;
+	// for IPv6 ::1 and prefixes routed to the loopback device, see
+	// dataplane.Loopback) carry real TCP and UDP to the loopback members
+	// of their pools. Public IPv4 addresses
 	// then come from DefaultDataPlanePublicIPv4CIDR unless PublicIPv4CIDR
 	// says otherwise (it must be inside 127.0.0.0/8). Off by default.
 	DataPlane bool

@@ -128,9 +128,7 @@ func (r *Rule) check() string {
 		return "the rule has no id"
 	case !r.Frontend.Addr().IsValid():
 		return "the frontend has no IP address"
-	case !r.Frontend.Addr().Is4():
-		return fmt.Sprintf("frontend %s: only IPv4 frontends are served (IPv6 stays control plane only)", r.Frontend.Addr())
-	case !r.Frontend.Addr().IsLoopback():
+	case r.Frontend.Addr().Is4() && !r.Frontend.Addr().IsLoopback():
 		return fmt.Sprintf("frontend %s is not a loopback address (the data plane listens on 127.0.0.0/8 only)", r.Frontend.Addr())
 	case r.Frontend.Port() == 0:
 		return "frontend port 0 (HA ports) is not served"
@@ -164,8 +162,3 @@ func (p *Probe) check() string {
 	}
 	return fmt.Sprintf("probe %s has protocol %q (want Tcp, Http or Https)", p.ID, p.Protocol)
 }
-
-// reachable reports whether the data plane may open connections to a
-// member: loopback IPv4 addresses only, so it never sends a packet off the
-// machine.
-func reachable(a netip.Addr) bool { return a.Is4() && a.IsLoopback() }

@@ -364,7 +364,7 @@ func TestUnservedRulesSayWhy(t *testing.T) {
 	ha := r.rule(nil, nil)
 	ha.ID, ha.Frontend = "ha", netip.AddrPortFrom(r.fe.Addr(), 0)
 	v6 := r.rule(nil, nil)
-	v6.ID, v6.Frontend = "v6", netip.MustParseAddrPort("[::1]:80")
+	v6.ID, v6.Frontend = "v6", netip.MustParseAddrPort("[2001:db8::4]:80") // not routed to loopback
 	unset := r.rule(nil, nil)
 	unset.ID, unset.Unserved = "unset", "the frontend's public IP has no address yet"
 	offbox := r.rule([]dataplane.Member{{Name: "far", Addr: netip.MustParseAddr("10.240.0.4")}}, r.tcpProbe(1))
@@ -465,7 +465,7 @@ func TestCloseStopsEverything(t *testing.T) {
 // udpBackend answers every datagram with its name until the test ends.
 func udpBackend(t *testing.T, name string, at netip.AddrPort) {
 	t.Helper()
-	pc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(at))
+	pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(at))
 	if err != nil {
 		t.Fatal(err)
 	}

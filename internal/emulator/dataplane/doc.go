@@ -10,8 +10,8 @@
 //     the whole desired state (every load balancing rule, its frontend
 //     address and port, its members with their admin states and security, its probe,
 //     idle timeout, TCP reset and distribution mode). Apply is idempotent
-//     and never fails; what cannot be served (a frontend that is not an
-//     IPv4 loopback address, port 0, protocol All, a port already taken, a
+//     and never fails; what cannot be served (a frontend that is not a
+//     loopback address, port 0, protocol All, a port already taken, a
 //     rule the emulator marks Unserved such as floating IP on an internal
 //     IPv6 frontend, which Azure drops) is reported by Status with the
 //     reason.
@@ -38,7 +38,8 @@
 //     member and backend port. A member with neither group gets nothing
 //     unless Security.Open (Basic SKU). A denied TCP connection is reset
 //     before a byte is relayed, a denied datagram dropped; probes pass the
-//     same groups from ProbeSource (168.63.129.16). Denials are counted per
+//     same groups from ProbeSource (168.63.129.16; for IPv6 members from
+//     both ProbeSourcesIPv6, link-local). Denials are counted per
 //     security rule. Established flows are not evaluated again.
 //   - Established TCP flows are never moved: a member going Down (probe or
 //     admin state) keeps its flows; a UDP flow moves to another member with
@@ -46,8 +47,12 @@
 //     flows reset after the pool's drain period. A flow idle for the rule's
 //     idle timeout is reset at both ends when TCP reset is on, otherwise
 //     silently dropped (nothing is relayed any more).
-//   - It only ever connects to loopback IPv4 addresses and only listens on
-//     them: members elsewhere are never probed nor chosen.
+//   - It only ever connects to loopback addresses and only listens on
+//     them (Loopback: 127.0.0.0/8; ::1 and IPv6 prefixes the machine
+//     routes to its loopback device, bound with FreeBind): members
+//     elsewhere are never probed nor chosen, so no packet leaves the
+//     machine. An IPv6 frontend that is not routed so is retried like a
+//     port that cannot be bound.
 //   - Time (probe intervals, idle timeouts, drain periods) comes from
 //     Options.Clock, so tests step it; single connection attempts use real
 //     network timeouts.

@@ -1,11 +1,11 @@
 package dataplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,17 +296,20 @@ func (p *Plane) listen(rs *ruleState) {
 	rs.mu.Unlock()
 	var ln net.Listener
 	var pc *net.UDPConn
-	var err error
-	if proto == ProtocolUDP {
-		pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(fe))
-	} else {
-		ln, err = net.Listen("tcp4", fe.String())
+	// An IPv6 frontend is served only where the machine routes it to its
+	// loopback device; it is bound with FreeBind (no interface holds it).
+	err := Loopback(fe.Addr())
+	if err == nil {
+		ln, pc, err = listenOn(proto, fe)
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if err != nil {
-		rs.unserved = "listen: " + err.Error()
-		p.o.Logger.Info("Data plane cannot listen on a frontend; retrying", "rule", rs.cfg.ID, "frontend", fe, "err", err)
+		reason := "listen: " + err.Error()
+		if rs.unserved != reason { // retried every sweep: say it once
+			p.o.Logger.Info("Data plane cannot listen on a frontend; retrying", "rule", rs.cfg.ID, "frontend", fe, "err", err)
+		}
+		rs.unserved = reason
 		return
 	}
 	rs.unserved = ""
@@ -321,6 +324,20 @@ func (p *Plane) listen(rs *ruleState) {
 		defer p.wg.Done()
 		p.accept(rs, ln)
 	}()
+}
+
+// listenOn opens a TCP listener or a UDP socket on fe.
+func listenOn(proto Protocol, fe netip.AddrPort) (net.Listener, *net.UDPConn, error) {
+	ctx := context.Background()
+	if proto == ProtocolUDP {
+		pc, err := listenConfig.ListenPacket(ctx, network(proto, fe.Addr()), fe.String())
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, pc.(*net.UDPConn), nil
+	}
+	ln, err := listenConfig.Listen(ctx, network(proto, fe.Addr()), fe.String())
+	return ln, nil, err
 }
 
 func (p *Plane) closeListenerLocked(rs *ruleState) {
@@ -467,8 +484,8 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	// The member sees the flow come from the frontend's address: a relay
 	// cannot keep the client's, and this tells a member serving several
 	// frontends on one port (floating IP) which one the flow came through.
-	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: cfg.Frontend.Addr().AsSlice()}}
-	bc, err := d.Dial("tcp4", net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(cfg.BackendPort))))
+	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: cfg.Frontend.Addr().AsSlice()}, Control: FreeBind}
+	bc, err := d.Dial(network(ProtocolTCP, m.Addr), netip.AddrPortFrom(m.Addr, cfg.BackendPort).String())
 	if err != nil {
 		rs.counters.backendFailures.Add(1)
 		resetConn(client)

@@ -153,17 +153,20 @@ func upDown(up bool) string {
 var ErrProbeDenied = errors.New("probe denied by network security")
 
 // guarded sends one probe if the member's security groups let it through
-// (source: the AzureLoadBalancer address, destination: the member and the
-// probe port); a denied probe is a failure, as an unanswered one.
+// (source: the AzureLoadBalancer address, or for an IPv6 member each of
+// ProbeSourcesIPv6; destination: the member and the probe port); a
+// denied probe is a failure, as an unanswered one.
 func (p *prober) guarded(ctx context.Context, t *target, pr Probe) (down bool, err error) {
 	t.mu.Lock()
 	sec := t.sec
 	t.mu.Unlock()
-	if v := sec.Evaluate(ProtocolTCP, ProbeSource, netip.AddrPortFrom(t.key.addr, pr.Port)); !v.Allowed {
-		if p.denied != nil {
-			p.denied(v)
+	for _, src := range probeSources(t.key.addr) {
+		if v := sec.Evaluate(ProtocolTCP, src, netip.AddrPortFrom(t.key.addr, pr.Port)); !v.Allowed {
+			if p.denied != nil {
+				p.denied(v)
+			}
+			return false, fmt.Errorf("%w: %s", ErrProbeDenied, v)
 		}
-		return false, fmt.Errorf("%w: %s", ErrProbeDenied, v)
 	}
 	return p.once(ctx, pr, t.key.addr)
 }
@@ -174,15 +177,15 @@ var errNotOK = errors.New("probe answered with a status other than 200 OK")
 // once sends one probe. down reports an answer that takes the member out
 // at once (an HTTP status other than 200).
 func (p *prober) once(ctx context.Context, pr Probe, addr netip.Addr) (down bool, err error) {
-	if !reachable(addr) {
-		return false, fmt.Errorf("%s is not a loopback address: not probed", addr)
+	if err := Loopback(addr); err != nil {
+		return false, fmt.Errorf("not probed: %w", err)
 	}
 	timeout := min(pr.Interval, p.timeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hostPort := net.JoinHostPort(addr.String(), strconv.Itoa(int(pr.Port)))
 	d := net.Dialer{}
-	conn, err := d.DialContext(ctx, "tcp4", hostPort)
+	conn, err := d.DialContext(ctx, network(ProtocolTCP, addr), hostPort)
 	if err != nil {
 		return false, err
 	}

@@ -24,10 +24,31 @@ const DeniedNoNSG = "NoNetworkSecurityGroup"
 // noMatch names the verdict of a group in which no rule matched.
 const noMatch = "(no matching rule)"
 
-// ProbeSource is where health probes come from as the network security
-// groups see them: the AzureLoadBalancer service tag's address (the
-// port is fixed, at the start of the IANA ephemeral range).
+// ProbeSource is where health probes to IPv4 members come from as the
+// network security groups see them: the AzureLoadBalancer service tag's
+// address (the port is fixed, at the start of the IANA ephemeral range).
 var ProbeSource = netip.AddrPortFrom(netip.AddrFrom4([4]byte{168, 63, 129, 16}), 49152)
+
+// ProbeSourcesIPv6 are where health probes to IPv6 members come from as
+// the network security groups see them. Azure documents only that its
+// IPv6 probes come from a link-local address: these two stand for it
+// (their digits recall 168.63.129.16). Both are in the AzureLoadBalancer
+// tag; whether Azure's address is in VirtualNetwork, as 168.63.129.16 is,
+// is not documented, so the first is and the second is not, and a probe
+// must pass the security groups from both (strictest reading: it gets
+// through only where it would whichever way Azure counts it).
+var ProbeSourcesIPv6 = [2]netip.AddrPort{
+	netip.AddrPortFrom(netip.MustParseAddr("fe80::168:63:129:16"), 49152),
+	netip.AddrPortFrom(netip.MustParseAddr("fe80::168:63:129:17"), 49152),
+}
+
+// probeSources are the sources of probes to member a.
+func probeSources(a netip.Addr) []netip.AddrPort {
+	if a.Unmap().Is4() {
+		return []netip.AddrPort{ProbeSource}
+	}
+	return ProbeSourcesIPv6[:]
+}
 
 // PortRange is an inclusive range of ports.
 type PortRange struct{ From, To uint16 }

@@ -19,7 +19,10 @@ import (
 var (
 	anyAddr  = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 	allPorts = []dataplane.PortRange{dataplane.AllPorts}
-	lbSource = []netip.Prefix{netip.PrefixFrom(dataplane.ProbeSource.Addr(), 32)}
+	// lbSource is the AzureLoadBalancer tag: the probes' sources, IPv4
+	// and IPv6, as the emulator resolves it.
+	lbSource = []netip.Prefix{netip.PrefixFrom(dataplane.ProbeSource.Addr(), 32),
+		netip.PrefixFrom(dataplane.ProbeSourcesIPv6[0].Addr(), 128), netip.PrefixFrom(dataplane.ProbeSourcesIPv6[1].Addr(), 128)}
 )
 
 // prefixes parses "*" or comma-separated prefixes and addresses.

@@ -105,12 +105,13 @@ func (s *udpServer) flowFor(client netip.AddrPort) *udpFlow {
 		s.p.countDenied(v, false)
 		return nil
 	}
-	conn, err := net.DialUDP("udp4", &net.UDPAddr{IP: cfg.Frontend.Addr().AsSlice()},
-		net.UDPAddrFromAddrPort(netip.AddrPortFrom(m.Addr, cfg.BackendPort)))
+	d := net.Dialer{LocalAddr: &net.UDPAddr{IP: cfg.Frontend.Addr().AsSlice()}, Control: FreeBind}
+	c, err := d.Dial(network(ProtocolUDP, m.Addr), netip.AddrPortFrom(m.Addr, cfg.BackendPort).String())
 	if err != nil {
 		rs.counters.backendFailures.Add(1)
 		return nil
 	}
+	conn := c.(*net.UDPConn)
 	nf := &udpFlow{client: client, member: m.Addr, stats: m.stats, conn: conn}
 	nf.last.Store(s.p.o.Clock.Now().UnixNano())
 	s.mu.Lock()
