@@ -16,6 +16,7 @@ import (
 
 	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/drift"
 	"github.com/azlb/azlb/internal/localservice"
 	"github.com/azlb/azlb/internal/nodelabels"
 	"github.com/azlb/azlb/internal/provider"
@@ -32,6 +33,7 @@ const (
 	clientSpotEviction       = "azlb-spot-eviction-controller"
 	clientLocalService       = "azlb-local-service-controller"
 	clientGateway            = "azlb-service-gateway-controller"
+	clientDrift              = "azlb-drift-controller"
 )
 
 // defaultControllers run unless --controllers says otherwise: the
@@ -41,14 +43,15 @@ const (
 func defaultControllers() []string {
 	return []string{names.ServiceLBController, names.CloudNodeController, names.CloudNodeLifecycleController,
 		adminstate.ControllerAdminState, adminstate.ControllerSpotEviction, localservice.ControllerName,
-		servicegateway.ControllerName}
+		servicegateway.ControllerName, drift.ControllerName}
 }
 
 // controllerInitializers lists every controller --controllers knows: the
 // framework's (the service controller with azlb's client identity) and
 // azlb's own. Each of azlb's is also switched by azure.json (it reports
-// itself not started when its feature is off).
-func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
+// itself not started when its feature is off). Those that act for Services
+// serve the load-balancer class of flags.
+func controllerInitializers(flags *azlbFlags) map[string]app.ControllerInitFuncConstructor {
 	inits := map[string]app.ControllerInitFuncConstructor{}
 	for name, c := range app.DefaultInitFuncConstructors {
 		inits[name] = c
@@ -64,7 +67,7 @@ func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
 		}
 	}
 	if c, ok := inits[names.ServiceLBController]; ok {
-		c.Constructor = withNodeLabels(startServiceController)
+		c.Constructor = withNodeLabels(startServiceController(flags))
 		inits[names.ServiceLBController] = c
 	}
 	inits[adminstate.ControllerAdminState] = app.ControllerInitFuncConstructor{
@@ -77,11 +80,15 @@ func controllerInitializers() map[string]app.ControllerInitFuncConstructor {
 	}
 	inits[localservice.ControllerName] = app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: clientLocalService},
-		Constructor: startLocalService,
+		Constructor: startLocalService(flags),
 	}
 	inits[servicegateway.ControllerName] = app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: clientGateway},
 		Constructor: startServiceGateway,
+	}
+	inits[drift.ControllerName] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: clientDrift},
+		Constructor: startDrift(flags),
 	}
 	return inits
 }
@@ -209,8 +216,15 @@ func startSpotEviction(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.
 
 // startLocalService runs the ExternalTrafficPolicy=Local pool updater in
 // multiple Standard load balancer mode (the only mode with dedicated Local
-// pools).
-func startLocalService(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+// pools), for the Services of the class azlb serves.
+func startLocalService(flags *azlbFlags) app.InitFuncConstructor {
+	return func(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+		return localServiceInit(ic, cfg, cloud, flags)
+	}
+}
+
+// localServiceInit is startLocalService's InitFunc.
+func localServiceInit(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface, flags *azlbFlags) app.InitFunc {
 	return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
 		az, err := azureCloud(cloud)
 		if err != nil {
@@ -231,6 +245,7 @@ func startLocalService(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.
 			Nodes:          f.Core().V1().Nodes(),
 			Services:       f.Core().V1().Services(),
 			EndpointSlices: f.Discovery().V1().EndpointSlices(),
+			Class:          flags.class,
 			Source:         "azlb-controller-manager",
 		}))
 		if err != nil {

@@ -43,7 +43,7 @@ func readYAML(t *testing.T, path string, v any) {
 func TestChartGrantsEveryControllerIdentity(t *testing.T) {
 	var ids identitiesFile
 	readYAML(t, "files/identities.yaml", &ids)
-	inits := controllerInitializers()
+	inits := controllerInitializers(&azlbFlags{})
 	for name, c := range inits {
 		client := c.InitContext.ClientName
 		if !strings.HasPrefix(client, "azlb-") && !slices.Contains(defaultControllers(), name) {

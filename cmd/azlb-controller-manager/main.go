@@ -22,12 +22,12 @@ import (
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	"k8s.io/component-base/cli"
-	cliflag "k8s.io/component-base/cli/flag"
 	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
 	"k8s.io/klog/v2"
 
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/leaderfence"
 	"github.com/azlb/azlb/internal/provider"
 	"github.com/azlb/azlb/internal/servicegateway"
@@ -53,9 +53,13 @@ func main() {
 	// Service syncs into one write per load balancer.
 	opts.ServiceController.ConcurrentServiceSyncs = 10
 
-	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer, controllerInitializers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+	flags := &azlbFlags{}
+	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer(flags), controllerInitializers(flags), names.CCMControllerAliases(), flags.flagSets(), wait.NeverStop)
 	cmd.Use = "azlb-controller-manager"
-	cmd.PreRun = printVersion
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		printVersion(cmd, args)
+		return flags.complete()
+	}
 	os.Exit(cli.Run(cmd))
 }
 
@@ -69,7 +73,14 @@ func printVersion(cmd *cobra.Command, _ []string) {
 	}
 }
 
-func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+// cloudInitializer builds azlb's cloud from azure.json and the flags.
+func cloudInitializer(flags *azlbFlags) app.InitCloudFunc {
+	return func(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+		return initCloud(c, flags)
+	}
+}
+
+func initCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) cloudprovider.Interface {
 	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
 	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
 	if err != nil {
@@ -91,6 +102,17 @@ func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.In
 			klog.Fatalf("Leader fence: %v", err)
 		}
 		az.UseWriteFence(fence)
+	}
+	if !flags.class.IsDefault() {
+		if az.Config.PodIPMode() {
+			// The service gateway engine serves every class-less
+			// LoadBalancer Service, and tears down the others at start.
+			klog.Fatalf("--load-balancer-class=%s: not supported with pod-based load balancing (serviceGatewayEnabled)", flags.class)
+		}
+		if name := az.Config.DefaultLoadBalancerName(); name == config.DefaultClusterName {
+			klog.Warningf("--load-balancer-class=%s with the load balancer %q: the default implementation on Azure (AKS's or the upstream cloud controller manager) uses that name too; set clusterName (or loadBalancerName) in azure.json so that azlb's load balancers are its own (docs/install.md, AKS)", flags.class, name)
+		}
+		az.SetLoadBalancerClass(flags.class)
 	}
 	if az.Config.PodIPMode() {
 		// Pod-based load balancing: the service controller's calls go to

@@ -116,7 +116,7 @@ func TestRenamedTombstone(t *testing.T) {
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gone", Labels: map[string]string{"pool": "p1"}}}
 	rec := &recorder{queue: workqueue.NewTyped[string](), labels: map[string]int{}}
 	defer rec.queue.ShutDown()
-	h := oneKeyHandler{cache.ResourceEventHandlerFuncs{DeleteFunc: rec.add}}
+	h := mappedHandler{cache.ResourceEventHandlerFuncs{DeleteFunc: rec.add}, renamed}
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "gone", Obj: n})
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "other"})
 	if rec.queue.Len() != 1 || rec.seen("p1") != 1 {

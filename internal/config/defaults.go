@@ -1,6 +1,9 @@
 package config
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Cloud names recognised in cloud (compared case-insensitively).
 const (
@@ -76,6 +79,9 @@ func (c *Config) SetDefaults() {
 	c.LoadBalancerBackendPoolUpdateMaxRetries = &retries
 	if c.LoadBalancerCacheTTLInSeconds == 0 {
 		c.LoadBalancerCacheTTLInSeconds = DefaultLoadBalancerCacheTTLInSeconds
+	}
+	if c.DriftRepairIntervalInSeconds == nil {
+		c.DriftRepairIntervalInSeconds = ptrTo(DefaultDriftRepairIntervalInSeconds)
 	}
 	if c.VMCacheTTLInSeconds == 0 {
 		c.VMCacheTTLInSeconds = DefaultVMCacheTTLInSeconds
@@ -204,6 +210,16 @@ func (c *Config) RateLimitFor(client string) RateLimitConfig {
 	}
 	return inheritRateLimit(*s, top)
 }
+
+// DriftRepairInterval is the period of the drift pass; 0 means off.
+func (c *Config) DriftRepairInterval() time.Duration {
+	if c.DriftRepairIntervalInSeconds == nil {
+		return DefaultDriftRepairIntervalInSeconds * time.Second
+	}
+	return time.Duration(max(*c.DriftRepairIntervalInSeconds, 0)) * time.Second
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // BackendPoolUpdateMaxRetries is the effective
 // loadBalancerBackendPoolUpdateMaxRetries: 3 when unset, 0 when negative,

@@ -3,6 +3,7 @@ package config
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestSetDefaultsEmpty(t *testing.T) {
@@ -33,6 +34,7 @@ func TestSetDefaultsEmpty(t *testing.T) {
 		{"admin state stays nil", c.EnableLoadBalancerAdminState, (*bool)(nil)},
 		{"admin state enabled", c.AdminStateEnabled(), true},
 		{"no per-client stanza invented", c.LoadBalancerRateLimit, (*RateLimitConfig)(nil)},
+		{"drift pass every 5 minutes", c.DriftRepairInterval(), 300 * time.Second},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -48,6 +50,7 @@ func TestSetDefaultsKeepsExplicitValues(t *testing.T) {
 		ClusterServiceLoadBalancerHealthProbeMode: "shared", ClusterServiceSharedLoadBalancerHealthProbePort: 81,
 		ClusterServiceSharedLoadBalancerHealthProbePath: "/ready", ResourceGroup: "rg", VnetResourceGroup: "vnet-rg",
 		LoadBalancerResourceGroup: "lb-rg", VMCacheTTLInSeconds: 11, SecurityGroupResourceGroup: "nsg-rg",
+		DriftRepairIntervalInSeconds: ptr(0),
 	}
 	c.Cloud = "AzureChinaCloud"
 	c.BackoffConfig = BackoffConfig{CloudProviderBackoffRetries: 1, CloudProviderBackoffExponent: 2, CloudProviderBackoffDuration: 3, CloudProviderBackoffJitter: 0.5}

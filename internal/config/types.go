@@ -35,16 +35,18 @@ const (
 	DefaultLoadBalancerBackendPoolUpdateInterval   = 30
 	DefaultLoadBalancerBackendPoolUpdateMaxRetries = 3
 	DefaultLoadBalancerCacheTTLInSeconds           = 120
-	DefaultVMCacheTTLInSeconds                     = 300
-	DefaultMaximumLoadBalancerRuleCount            = 250
-	DefaultClusterServiceSharedProbePort           = 10256
-	DefaultClusterServiceSharedProbePath           = "/healthz"
-	DefaultCloudProviderBackoffRetries             = 3
-	DefaultCloudProviderBackoffExponent            = 1.5
-	DefaultCloudProviderBackoffDuration            = 5
-	DefaultCloudProviderBackoffJitter              = 1.0
-	DefaultRateLimitQPS                            = 1.0
-	DefaultRateLimitBucket                         = 5
+	// DefaultDriftRepairIntervalInSeconds is the period of the drift pass.
+	DefaultDriftRepairIntervalInSeconds  = 300
+	DefaultVMCacheTTLInSeconds           = 300
+	DefaultMaximumLoadBalancerRuleCount  = 250
+	DefaultClusterServiceSharedProbePort = 10256
+	DefaultClusterServiceSharedProbePath = "/healthz"
+	DefaultCloudProviderBackoffRetries   = 3
+	DefaultCloudProviderBackoffExponent  = 1.5
+	DefaultCloudProviderBackoffDuration  = 5
+	DefaultCloudProviderBackoffJitter    = 1.0
+	DefaultRateLimitQPS                  = 1.0
+	DefaultRateLimitBucket               = 5
 )
 
 // Secret holds a credential. It never prints its value: String, GoString,
@@ -163,6 +165,9 @@ type Config struct {
 	ClusterServiceSharedLoadBalancerHealthProbePath string `json:"clusterServiceSharedLoadBalancerHealthProbePath,omitempty"`
 
 	LoadBalancerCacheTTLInSeconds int `json:"loadBalancerCacheTTLInSeconds,omitempty"`
+	// DriftRepairIntervalInSeconds is the period of the drift pass
+	// (internal/drift): nil -> 300, explicit 0 disables it.
+	DriftRepairIntervalInSeconds *int `json:"driftRepairIntervalInSeconds,omitempty"`
 	// PutVMSSVMBatchSize is how many VMs of a scale set tagged
 	// aks-managed-coordination join a NIC-based pool at once (0: one at a
 	// time).

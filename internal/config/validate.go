@@ -76,6 +76,9 @@ func (c *Config) Validate() error {
 	if d.LoadBalancerCacheTTLInSeconds < 0 {
 		v.add("loadBalancerCacheTTLInSeconds", "must not be negative")
 	}
+	if d.DriftRepairIntervalInSeconds != nil && (*d.DriftRepairIntervalInSeconds < 0 || (*d.DriftRepairIntervalInSeconds > 0 && *d.DriftRepairIntervalInSeconds < 10)) {
+		v.add("driftRepairIntervalInSeconds", "must be 0 (off) or at least 10")
+	}
 	if d.PutVMSSVMBatchSize < 0 {
 		v.add("putVMSSVMBatchSize", "must not be negative")
 	}

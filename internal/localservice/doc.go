@@ -18,7 +18,8 @@
 //     call for, so the Service reconcile, the admin-state controller and the
 //     Updater never undo each other.
 //   - Desired state, not diffs. Every EndpointSlice event of a Local
-//     LoadBalancer Service queues the Service's full desired node set (the
+//     LoadBalancer Service of the class azlb serves (Options.Class; the
+//     pools of other Services are not azlb's) queues the Service's full desired node set (the
 //     nodes running its ready endpoints, from all its slices) for the pool
 //     of each of its IP families. The queue holds at most one entry per
 //     (Service, pool); see the queue type for the exact merge rule. Each

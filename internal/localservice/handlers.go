@@ -65,7 +65,7 @@ func (u *Updater) enqueueService(svcKey string) {
 	svc, err := u.services.Services(ns).Get(name)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if err != nil || !isLocal(svc) {
+	if err != nil || !u.isLocal(svc) {
 		for k, st := range u.pools {
 			if st.service == svcKey {
 				delete(u.pools, k)
@@ -87,10 +87,11 @@ func (u *Updater) enqueueService(svcKey string) {
 	}
 }
 
-// isLocal: an ExternalTrafficPolicy=Local LoadBalancer Service, the kind
-// that owns dedicated pools.
-func isLocal(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+// isLocal: an ExternalTrafficPolicy=Local LoadBalancer Service of the
+// class azlb serves, the kind that owns dedicated pools. The pools of any
+// other Service are not azlb's.
+func (u *Updater) isLocal(svc *v1.Service) bool {
+	return u.class.Owns(svc) && svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
 }
 
 func serviceFamilies(svc *v1.Service) []v1.IPFamily {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/lbstore"
 )
 
@@ -31,6 +32,10 @@ type Options struct {
 	Nodes          coreinformers.NodeInformer
 	Services       coreinformers.ServiceInformer
 	EndpointSlices discoveryinformers.EndpointSliceInformer
+	// Class is the load-balancer class azlb serves (--load-balancer-class):
+	// only the pools of Services it owns (lbclass.Class.Owns) are written.
+	// The zero value: class-less Services.
+	Class lbclass.Class
 	// Interval is the tick (loadBalancerBackendPoolUpdateIntervalInSeconds).
 	// Zero or negative: DefaultInterval.
 	Interval time.Duration

@@ -100,7 +100,7 @@ func (u *Updater) sync(ctx context.Context, keys []string) {
 func (u *Updater) relevant(ctx context.Context, st *poolState) (*v1.Service, string, bool) {
 	ns, name, _ := strings.Cut(st.service, "/")
 	svc, err := u.services.Services(ns).Get(name)
-	if err != nil || !isLocal(svc) {
+	if err != nil || !u.isLocal(svc) {
 		return nil, "", false
 	}
 	lb, ok, err := u.store.FindPool(ctx, st.pool)

@@ -19,6 +19,7 @@ import (
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/health"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/lbstore"
 )
 
@@ -33,6 +34,7 @@ type Updater struct {
 	nodes      corelisters.NodeLister
 	services   corelisters.ServiceLister
 	slices     discoverylisters.EndpointSliceLister
+	class      lbclass.Class
 	interval   time.Duration
 	maxRetries int
 	sub        string
@@ -83,6 +85,7 @@ func NewUpdater(opts Options) (*Updater, error) {
 		nodes:      opts.Nodes.Lister(),
 		services:   opts.Services.Lister(),
 		slices:     opts.EndpointSlices.Lister(),
+		class:      opts.Class,
 		interval:   interval,
 		maxRetries: EffectiveMaxRetries(opts.MaxRetries),
 		sub:        opts.SubscriptionID,

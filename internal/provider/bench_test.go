@@ -222,3 +222,59 @@ func BenchmarkNodeChurn(b *testing.B) {
 		b.ReportMetric(float64(most), "max-writes/pool")
 	}
 }
+
+// BenchmarkDriftPass: one drift pass over a converged cluster of 1,000
+// Services on 5,000 nodes across 3 load balancers, with nothing drifted.
+// Reports the pass's ARM reads (the bound: a fixed number per
+// pass, not one per Service) and writes (must be 0), and its wall time.
+//
+//	go test -run '^$' -bench DriftPass -benchtime 1x ./internal/provider/
+func BenchmarkDriftPass(b *testing.B) {
+	const nodesAtScale = 5000
+	for i := 0; i < b.N; i++ {
+		env, p := benchEnv(b)
+		svcs, nodes := benchServiceList(benchServices), benchNodeList(nodesAtScale)
+		for _, s := range svcs {
+			s.Finalizers = []string{serviceCleanupFinalizer}
+		}
+		p.nodes = nodeLister(nodes...)
+		p.SetServiceLister(serviceLister(svcs...))
+		ensureAll(b, p, svcs, nodes)
+		env.Emulator().ResetRequests()
+		start := time.Now()
+		ctx, _, err := p.BeginRepairPass(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		work := make(chan *v1.Service)
+		var wg sync.WaitGroup
+		for range 4 { // drift.Workers
+			wg.Go(func() {
+				for s := range work {
+					if rs, err := p.RepairService(ctx, s, nodes); err != nil || len(rs) != 0 {
+						b.Errorf("%s: repairs %v, error %v", s.Name, rs, err)
+					}
+				}
+			})
+		}
+		for _, s := range svcs {
+			work <- s
+		}
+		close(work)
+		wg.Wait()
+		elapsed := time.Since(start)
+		reads := 0
+		for _, r := range env.Emulator().Requests() {
+			if r.Kind == "arm" && r.Method == http.MethodGet {
+				reads++
+			}
+		}
+		writes := armWrites(env.Emulator())
+		if writes != 0 {
+			b.Errorf("a pass without drift made %d writes, want 0", writes)
+		}
+		b.ReportMetric(float64(reads), "reads/pass")
+		b.ReportMetric(float64(writes), "writes/pass")
+		b.ReportMetric(elapsed.Seconds(), "s/pass")
+	}
+}

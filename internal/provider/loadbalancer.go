@@ -63,7 +63,7 @@ func (p *Provider) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Servic
 // probes, and the cluster backend pools of its load balancer.
 func (p *Provider) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	defer p.perService.Lock(string(svc.UID))()
-	st, err := p.reconcile(ctx, callerEnsure, svc, nodes)
+	st, err := p.reconcile(ctx, callerEnsure, svc, nodes, true)
 	return st, p.retryAfterThrottle(err)
 }
 
@@ -172,7 +172,11 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 }
 
 // reconcile is the full EnsureLoadBalancer path.
-func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+//
+// fresh makes the load balancer write compare with what Azure holds now
+// (EnsureLoadBalancer: the Service changed); the drift pass, whose copies
+// were just read, passes false.
+func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node, fresh bool) (*v1.LoadBalancerStatus, error) {
 	log := logger(ctx).WithValues("service", names.ServiceKey(svc))
 	if err := p.ensureStarted(ctx); err != nil {
 		return nil, err
@@ -212,68 +216,12 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		return nil, err
 	}
 
-	// The NSG change goes out now when every frontend address is known
-	// (public IPs, static private ones): its write overlaps the load
-	// balancer's. It also releases the addresses of the frontends the
-	// Service leaves (public -> internal, another IP), which its status
-	// may not show (a crash before the status was written).
-	released, err := p.frontendSetAddresses(ctx, previous, keepPIPs)
+	sg, err := p.startSecurityRules(ctx, svc, spec, acc, lbName, nodes, inputs, ingress, keepPIPs, previous)
 	if err != nil {
 		return nil, err
 	}
-	var sgPending *securitygroup.Pending
-	if early, ok := knownFrontendAddresses(spec, inputs, ingress); ok {
-		sgPending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes, released...)
-	}
-	// Addresses the Service leaves are out of the NSG before its frontends
-	// move: once a frontend has moved and its public IP is deleted nothing
-	// remembers them, should this reconcile fail after that.
-	sgDone := false
-	if leaving := leavingAddresses(svc, lbName, released, inputs, ingress, previous); len(leaving) > 0 {
-		if sgPending != nil {
-			if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
-				return nil, err
-			}
-			sgDone = true
-		} else if err := p.releaseAddresses(ctx, svc, leaving); err != nil {
-			return nil, err
-		}
-	}
 
-	pools := p.servicePoolNames(svc, families)
-	ref := p.lbRef(lbName)
-	maxRules := p.cfg.MaximumLoadBalancerRuleCount
-	mutate := func(lb *armnetwork.LoadBalancer) (bool, error) {
-		states := make([]*serviceLBState, 0, len(inputs))
-		newRules := 0
-		for i, in := range inputs {
-			if in.privateIP == "" && in.keepIP != "" && findFrontend(lb, names.Frontend(svc, in.family)) == nil {
-				in.privateIP = in.keepIP // a new frontend takes the address the Service had
-			}
-			st, err := buildServiceLBState(desiredInput{
-				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
-				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
-				sharedProbePort:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
-				sharedProbePath:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
-				disableOutboundSNAT: ptr.Deref(p.cfg.DisableOutboundSNAT, false),
-			})
-			if err != nil {
-				return false, err
-			}
-			newRules += len(st.rules)
-			states = append(states, st)
-		}
-		if maxRules > 0 {
-			if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
-				return false, &RuleLimitError{LoadBalancer: ptr.Deref(lb.Name, ""), Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
-			}
-		}
-		adopt := map[string]string{}
-		if p.usesLocalPool(svc) {
-			adopt = legacyLocalPools(svc, families)
-		}
-		return applyService(lb, base, states, pools, localPoolNames(svc), adopt), nil
-	}
+	mutate := p.serviceMutation(ctx, svc, spec, lbName, inputs, families)
 	// A Service that moves (another load balancer, or public <-> internal)
 	// leaves its old load balancer first: its public IP or static private IP
 	// can be referenced by one frontend only.
@@ -283,7 +231,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	// The Service changed (or its last reconcile failed): compare with what
 	// Azure holds now, not with the cache, so an out-of-band change is
 	// repaired rather than reported as success.
-	lb, err := p.store.UpdateLB(ctx, caller, lbName, lbstore.UpdateOptions{Create: true, Fresh: true}, mutate)
+	lb, err := p.store.UpdateLB(ctx, caller, lbName, lbstore.UpdateOptions{Create: true, Fresh: fresh}, mutate)
 	if err != nil {
 		var rl *RuleLimitError
 		if errors.As(err, &rl) {
@@ -316,15 +264,109 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 			ingress[fam] = frontendPrivateIP(lb, names.Frontend(svc, fam))
 		}
 	}
-	if !sgDone {
-		if sgPending == nil {
-			sgPending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes, released...)
+	if err := sg.finish(ctx, p, svc, spec, acc, ingress, nodes); err != nil {
+		return nil, err
+	}
+	return ingressStatus(families, ingress), nil
+}
+
+// serviceMutation is the load balancer mutation of a Service reconcile:
+// its frontends, rules and probes as desired.go builds them, within
+// maximumLoadBalancerRuleCount.
+func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput, families []v1.IPFamily) lbstore.Mutation {
+	base := names.FrontendBase(svc)
+	pools := p.servicePoolNames(svc, families)
+	ref := p.lbRef(lbName)
+	maxRules := p.cfg.MaximumLoadBalancerRuleCount
+	return func(lb *armnetwork.LoadBalancer) (bool, error) {
+		states := make([]*serviceLBState, 0, len(inputs))
+		newRules := 0
+		for i, in := range inputs {
+			if in.privateIP == "" && in.keepIP != "" && findFrontend(lb, names.Frontend(svc, in.family)) == nil {
+				in.privateIP = in.keepIP // a new frontend takes the address the Service had
+			}
+			st, err := buildServiceLBState(desiredInput{
+				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
+				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
+				sharedProbePort:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
+				sharedProbePath:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
+				disableOutboundSNAT: ptr.Deref(p.cfg.DisableOutboundSNAT, false),
+			})
+			if err != nil {
+				return false, err
+			}
+			newRules += len(st.rules)
+			states = append(states, st)
 		}
-		if err := p.finishSecurityRules(svc, acc, sgPending); err != nil {
+		if maxRules > 0 {
+			if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
+				return false, &RuleLimitError{LoadBalancer: ptr.Deref(lb.Name, ""), Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
+			}
+		}
+		adopt := map[string]string{}
+		if p.usesLocalPool(svc) {
+			adopt = legacyLocalPools(svc, families)
+		}
+		changed := applyService(lb, base, states, pools, localPoolNames(svc), adopt)
+		if changed {
+			noteRepair(ctx, RepairLoadBalancer, "load balancer %s (the Service's frontends, rules or probes)", lbName)
+		}
+		return changed, nil
+	}
+}
+
+// reconcileSecurity is a Service reconcile's NSG change in flight.
+type reconcileSecurity struct {
+	pending  *securitygroup.Pending // queued early (nil: not yet)
+	done     bool                   // already written (the Service left addresses)
+	released []string
+}
+
+// startSecurityRules starts a Service reconcile's NSG change. It goes out
+// at once when every frontend address is known (public IPs, static
+// private ones), so its write overlaps the load balancer's. It releases
+// the addresses of the frontends the Service has now and leaves (public ->
+// internal, another IP), which its status may not show (a crash before the
+// status was written); those it leaves are out of the NSG before its
+// frontends move: once a frontend has moved and its public IP is deleted
+// nothing remembers them, should the reconcile fail after that.
+func (p *Provider) startSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access, lbName string,
+	nodes []*v1.Node, inputs []frontendInput, ingress map[v1.IPFamily]string, keepPIPs map[string]bool, previous serviceFrontendSet) (*reconcileSecurity, error) {
+	released, err := p.frontendSetAddresses(ctx, previous, keepPIPs)
+	if err != nil {
+		return nil, err
+	}
+	sg := &reconcileSecurity{released: released}
+	if early, ok := knownFrontendAddresses(spec, inputs, ingress); ok {
+		sg.pending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes, released...)
+	}
+	leaving := leavingAddresses(svc, lbName, released, inputs, ingress, previous)
+	switch {
+	case len(leaving) == 0:
+	case sg.pending != nil:
+		if err := p.finishSecurityRules(ctx, svc, acc, sg.pending); err != nil {
+			return nil, err
+		}
+		sg.done = true
+	default:
+		if err := p.releaseAddresses(ctx, svc, leaving); err != nil {
 			return nil, err
 		}
 	}
-	return ingressStatus(families, ingress), nil
+	return sg, nil
+}
+
+// finish writes the NSG change (with the frontend addresses now known) if
+// it is not written yet, and waits for it.
+func (sg *reconcileSecurity) finish(ctx context.Context, p *Provider, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
+	ingress map[v1.IPFamily]string, nodes []*v1.Node) error {
+	if sg.done {
+		return nil
+	}
+	if sg.pending == nil {
+		sg.pending = p.beginSecurityRules(ctx, svc, spec, acc, ingress, nodes, sg.released...)
+	}
+	return p.finishSecurityRules(ctx, svc, acc, sg.pending)
 }
 
 // RuleLimitError reports that placing the Service would exceed
@@ -560,7 +602,7 @@ func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *
 			if err != nil {
 				return nil, err
 			}
-			pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+			pip, err := p.publicIPs(ctx).Get(ctx, rg, name)
 			if err != nil {
 				return nil, fmt.Errorf("get public IP %s: %w", id, err)
 			}

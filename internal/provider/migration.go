@@ -31,8 +31,9 @@ func (p *Provider) newMigrator() (*migration.Migrator, error) {
 	})
 }
 
-// loadBalancerServices lists the cluster's LoadBalancer Services (for the
-// migration's events); nil without a Service lister.
+// loadBalancerServices lists the cluster's LoadBalancer Services of the
+// class azlb serves (for the migration's events); nil without a Service
+// lister.
 func (p *Provider) loadBalancerServices() []*v1.Service {
 	if p.services == nil {
 		return nil
@@ -43,7 +44,7 @@ func (p *Provider) loadBalancerServices() []*v1.Service {
 	}
 	out := all[:0:0]
 	for _, s := range all {
-		if s.Spec.Type == v1.ServiceTypeLoadBalancer {
+		if p.class.Owns(s) {
 			out = append(out, s)
 		}
 	}
@@ -75,7 +76,7 @@ func (p *Provider) ensureCollected(ctx context.Context) {
 	if p.collected || p.sg == nil {
 		return
 	}
-	if err := p.collectSecurityRules(ctx); err != nil {
+	if err := p.collectSecurityRules(ctx, false); err != nil {
 		logger(ctx).Error(err, "Collecting stale destinations from the network security group; retried at the next reconcile")
 		return
 	}

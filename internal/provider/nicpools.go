@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
@@ -80,7 +82,9 @@ func (p *Provider) reconcileNICPools(ctx context.Context, caller, lbName string,
 
 // removeExcludedMembers takes out of the pool the members whose node is
 // excluded from load balancers (label, control plane, being deleted),
-// unless none would be left.
+// unless none would be left, and the members of standalone network
+// interfaces no VM holds any more (a deleted VM's NIC that Azure kept, its
+// delete option being Detach), whatever is left.
 func (p *Provider) removeExcludedMembers(ctx context.Context, lbName, poolID, poolName string) error {
 	if p.nodes == nil {
 		return nil
@@ -89,18 +93,21 @@ func (p *Provider) removeExcludedMembers(ctx context.Context, lbName, poolID, po
 	if err != nil {
 		return err
 	}
-	excluded := map[string]bool{}
+	excluded, known := map[string]bool{}, map[string]bool{}
 	for _, n := range all {
-		if p.policy.Eligible(n) {
-			continue
-		}
 		keys, err := p.inventory.MemberKeys(ctx, n)
 		if err != nil {
 			return err
 		}
 		for _, k := range keys {
-			excluded[k] = true
+			known[k] = true
+			if !p.policy.Eligible(n) {
+				excluded[k] = true
+			}
 		}
+	}
+	if err := p.removeDetachedMembers(ctx, lbName, poolID, poolName, known); err != nil {
+		return err
 	}
 	if len(excluded) == 0 {
 		return nil
@@ -131,6 +138,54 @@ func (p *Provider) removeExcludedMembers(ctx context.Context, lbName, poolID, po
 	if n > 0 {
 		p.store.ExternalChange(lbName)
 		logger(ctx).Info("Removed excluded nodes from NIC-based backend pool", "loadBalancer", lbName, "pool", poolName, "writes", n)
+	}
+	return err
+}
+
+// removeDetachedMembers takes out of the pool the ip configurations of
+// standalone network interfaces that belong to no node and are attached to
+// no VM (read to be sure: a VM whose node has not registered yet keeps its
+// member). Scale set members are left to their scale set's model.
+func (p *Provider) removeDetachedMembers(ctx context.Context, lbName, poolID, poolName string, known map[string]bool) error {
+	lb, err := p.store.Get(ctx, lbName)
+	if err != nil {
+		return err
+	}
+	pool := findPool(lb, poolName)
+	if pool == nil || pool.Properties == nil {
+		return nil
+	}
+	var stale []string
+	for _, c := range pool.Properties.BackendIPConfigurations {
+		id := ptr.Deref(c.ID, "")
+		owner := names.IPConfigOwner(id)
+		if owner == "" || known[owner] || strings.Contains(owner, "/virtualmachinescalesets/") {
+			continue
+		}
+		rg, nicName, err := names.ParseID(owner)
+		if err != nil {
+			continue
+		}
+		nic, err := p.clients.Interface.Get(ctx, rg, nicName)
+		if azure.Classify(err) == azure.ClassStale {
+			continue // the NIC is gone, and its ip configuration with it
+		}
+		if err != nil {
+			return fmt.Errorf("read network interface %s: %w", owner, err)
+		}
+		if nic.Properties != nil && nic.Properties.VirtualMachine == nil {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	n, err := p.nicPools.RemoveMembers(ctx, []string{poolID}, stale)
+	if n > 0 {
+		p.store.ExternalChange(lbName)
+		logger(ctx).Info("Removed the network interfaces of deleted VMs from NIC-based backend pool", "loadBalancer", lbName, "pool", poolName,
+			"members", stale, "writes", n)
+		noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (network interfaces of deleted VMs)", lbName, poolName)
 	}
 	return err
 }

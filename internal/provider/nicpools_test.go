@@ -297,3 +297,33 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// A standalone VM deleted with its node: its NIC stays (delete option
+// Detach) but its ip configuration leaves the pool (the audit: it stayed a
+// member for ever; issue 32 item 3).
+func TestNICPoolsDeletedVMsNICLeaves(t *testing.T) {
+	h := newNICHarness(t, config.Config{LoadBalancerBackendPoolConfigurationType: config.BackendPoolNodeIPConfiguration})
+	ctx := context.Background()
+	svc := testService("web", "21111111-2222-3333-4444-555555555555", nil, 80)
+	nodes := []*v1.Node{h.node(t, h.vmss[0]), h.node(t, h.avset[0]), h.node(t, h.avset[1])}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmp.DeleteVM(ctx, h.avset[1].Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.idx.Delete(nodes[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.clients.Interface.Get(ctx, devenv.ResourceGroup, h.avset[1].Name+"-nic"); err != nil {
+		t.Fatalf("the NIC of the deleted VM should stay: %v", err)
+	}
+	if err := h.p.UpdateLoadBalancer(ctx, "kubernetes", svc, nodes[:2]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.poolState(t)
+	want := map[string]string{ownerOf(h.vmss[0]): "None", nicOwnerOf(h.avset[0]): "None"}
+	if !equalMaps(got, want) {
+		t.Fatalf("pool %v, want %v (the deleted VM's NIC must leave)", got, want)
+	}
+}

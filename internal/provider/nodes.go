@@ -174,7 +174,11 @@ func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members
 		edits = append(edits, lbstore.PoolEdit{
 			Ref: lbstore.PoolRef{LoadBalancer: lbName, Pool: poolName(fam)},
 			Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
-				return p.policy.Sync(pool, p.policy.Members(p.freshNodes(members), fam)).Changed, nil
+				changed := p.policy.Sync(pool, p.policy.Members(p.freshNodes(members), fam)).Changed
+				if changed {
+					noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (members or admin state)", lbName, poolName(fam))
+				}
+				return changed, nil
 			},
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/keymutex"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
@@ -94,6 +95,10 @@ type Provider struct {
 	placer   *placement.Placer // nil in single load balancer mode
 	state    *placement.State
 	inflight *placement.InFlight // placements whose write has not landed
+	// deadDests are the NSG destinations the last collection found no
+	// frontend or node for (collectSecurityRules, with grace).
+	deadMu    sync.Mutex
+	deadDests map[string]bool
 
 	inventory *compute.Inventory
 	nicPools  *nicpool.Writer
@@ -111,6 +116,7 @@ type Provider struct {
 	slicesSynced func() bool
 
 	services corelisters.ServiceLister // nil: the migration records no Service events
+	class    lbclass.Class             // the load-balancer class azlb serves (SetLoadBalancerClass)
 
 	migrator  *migration.Migrator // nil unless loadBalancerSku is standard
 	migrateMu sync.Mutex
@@ -189,6 +195,10 @@ func (p *Provider) SetListers(namespaces corelisters.NamespaceLister, nodes core
 // SetServiceLister plugs in the Service lister (the migration tells the
 // Services of a Basic load balancer what happens to them).
 func (p *Provider) SetServiceLister(services corelisters.ServiceLister) { p.services = services }
+
+// SetLoadBalancerClass sets the load-balancer class azlb serves
+// (--load-balancer-class; lbclass). Call it before the controllers start.
+func (p *Provider) SetLoadBalancerClass(c lbclass.Class) { p.class = c }
 
 func (p *Provider) lbRef(lbName string) names.LoadBalancerRef {
 	return names.LoadBalancerRef{Subscription: p.cfg.SubscriptionID, ResourceGroup: p.store.ResourceGroup(), Name: lbName}

@@ -61,7 +61,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	rg := p.cfg.ResourceGroup
 	name := requestedPIPName(spec, family)
 	if addr := requestedAddress(svc, spec, family); addr != "" && name == "" {
-		pips, err := p.clients.PublicIP.List(ctx, rg)
+		pips, err := p.publicIPs(ctx).List(ctx, rg)
 		if err != nil {
 			return publicIP{}, fmt.Errorf("list public IPs in %s: %w", rg, err)
 		}
@@ -75,7 +75,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	if name == "" {
 		name = names.PublicIP(p.clusterName(), svc, family)
 	}
-	pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+	pip, err := p.publicIPs(ctx).Get(ctx, rg, name)
 	if err == nil {
 		if got := ipFamilyOfPIP(pip); got != family {
 			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family)
@@ -103,7 +103,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	if spec.DNSLabelName != "" && family == v1.IPv4Protocol {
 		want.Properties.DNSSettings = &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: to.Ptr(spec.DNSLabelName)}
 	}
-	created, err := p.clients.PublicIP.CreateOrUpdate(ctx, rg, name, want, "")
+	created, err := p.publicIPs(ctx).CreateOrUpdate(ctx, rg, name, want, "")
 	if err != nil {
 		return publicIP{}, fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
 	}
@@ -171,7 +171,7 @@ func (p *Provider) publicIPNames(svc *v1.Service) []string {
 // finalizer without calling EnsureLoadBalancerDeleted.
 func (p *Provider) ownedPublicIPLeft(ctx context.Context, svc *v1.Service) (bool, error) {
 	for _, name := range p.publicIPNames(svc) {
-		pip, err := p.clients.PublicIP.Get(ctx, p.cfg.ResourceGroup, name)
+		pip, err := p.publicIPs(ctx).Get(ctx, p.cfg.ResourceGroup, name)
 		if err != nil {
 			if azure.Classify(err) == azure.ClassStale {
 				continue
@@ -205,7 +205,7 @@ func (p *Provider) deleteOrphanedPublicIPs(ctx context.Context, svc *v1.Service,
 
 // deleteIfOwned deletes a public IP if azlb created it for the Service.
 func (p *Provider) deleteIfOwned(ctx context.Context, svc *v1.Service, rg, name string) error {
-	pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+	pip, err := p.publicIPs(ctx).Get(ctx, rg, name)
 	if err != nil {
 		if azure.Classify(err) == azure.ClassStale {
 			return nil
@@ -215,7 +215,15 @@ func (p *Provider) deleteIfOwned(ctx context.Context, svc *v1.Service, rg, name 
 	if !p.ownsPublicIP(pip, svc) {
 		return nil
 	}
-	if err := p.clients.PublicIP.Delete(ctx, rg, name); err != nil && azure.Classify(err) != azure.ClassStale {
+	// Its address leaves the NSG first: once the public IP is gone nothing
+	// tells that the address was the Service's, and a rule written before
+	// its frontend (whose write then failed) would keep it for ever.
+	if a := pipAddress(pip); a != "" && p.sg != nil {
+		if err := p.releaseAddresses(ctx, svc, []string{a}); err != nil {
+			return err
+		}
+	}
+	if err := p.publicIPs(ctx).Delete(ctx, rg, name); err != nil && azure.Classify(err) != azure.ClassStale {
 		return fmt.Errorf("delete public IP %s/%s: %w", rg, name, err)
 	}
 	logger(ctx).Info("Deleted public IP", "service", names.ServiceKey(svc), "publicIP", name)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -118,7 +119,7 @@ func nodeAddresses(nodes []*v1.Node) map[v1.IPFamily][]string {
 // delete).
 func (p *Provider) ensureSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
 	frontends map[v1.IPFamily]string, nodes []*v1.Node) error {
-	return p.finishSecurityRules(svc, acc, p.beginSecurityRules(ctx, svc, spec, acc, frontends, nodes))
+	return p.finishSecurityRules(ctx, svc, acc, p.beginSecurityRules(ctx, svc, spec, acc, frontends, nodes))
 }
 
 // frontendSetAddresses are the addresses of a Service's frontends: private
@@ -148,7 +149,7 @@ func (p *Provider) frontendSetAddresses(ctx context.Context, fs serviceFrontendS
 		if err != nil {
 			continue
 		}
-		pip, err := p.clients.PublicIP.Get(ctx, rg, name)
+		pip, err := p.publicIPs(ctx).Get(ctx, rg, name)
 		if azure.Classify(err) == azure.ClassStale {
 			continue
 		}
@@ -174,7 +175,8 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
 	// Its node ports leave every node, eligible or not: a node that
 	// became ineligible (excluded, deleted) may still be in a rule.
-	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, p.knownNodeAddresses(nodes), released)}
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, p.knownNodeAddresses(nodes), released),
+		FromCopy: nsgCopyOf(ctx)}
 	if acc != nil && spec != nil {
 		// Destinations follow the Service's floating IP setting. The IPv6
 		// rules of an internal Service have floating IP off all the same
@@ -200,7 +202,7 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 
 // finishSecurityRules waits for the change beginSecurityRules queued and
 // reports it (events).
-func (p *Provider) finishSecurityRules(svc *v1.Service, acc *accesscontrol.Access, pd *securitygroup.Pending) error {
+func (p *Provider) finishSecurityRules(ctx context.Context, svc *v1.Service, acc *accesscontrol.Access, pd *securitygroup.Pending) error {
 	if pd == nil {
 		return nil
 	}
@@ -218,6 +220,7 @@ func (p *Provider) finishSecurityRules(svc *v1.Service, acc *accesscontrol.Acces
 	}
 	if res.Changed && res.Written {
 		rg, name := p.sg.Name()
+		noteRepair(ctx, RepairSecurityGroup, "network security group %s/%s (the Service's rules)", rg, name)
 		msg := "removed the Service's rules"
 		if acc != nil {
 			msg = "allowed sources: " + acc.Describe()
@@ -286,22 +289,74 @@ func (p *Provider) frontendAddresses(ctx context.Context, svc *v1.Service, lb *a
 // collectSecurityRules removes from azlb's rules the destinations that are
 // no addresses of a frontend on a managed load balancer nor of a node: the
 // rules of Services deleted while no controller ran. It runs once per
-// start, before the first reconcile; without a node lister it does not
-// run (node addresses could not be told apart).
-func (p *Provider) collectSecurityRules(ctx context.Context) error {
+// start, before the first reconcile, and in every drift pass; without a
+// node lister it does not run (node addresses could not be told apart).
+// With grace (the drift pass, while Services are reconciled), an address
+// goes only when the previous pass found it dead too: a Service being
+// created writes its rule before its frontend is on the load balancer, and
+// must not lose it to a pass that read the load balancers just before. With a load-balancer class
+// (SetLoadBalancerClass) it removes no address, only node ports no Service
+// has.
+func (p *Provider) collectSecurityRules(ctx context.Context, grace bool) error {
 	if p.sg == nil || p.nodes == nil {
 		return nil
 	}
+	live, err := p.liveAddresses(ctx)
+	if err != nil {
+		return err
+	}
+	p.deadMu.Lock()
+	prevDead := p.deadDests
+	p.deadMu.Unlock()
+	var deadMu sync.Mutex
+	dead := map[string]bool{}
+	liveDest := func(d string) bool {
+		ip, err := netip.ParseAddr(d)
+		if err != nil {
+			return true // a prefix or tag: not an address azlb put there for a Service
+		}
+		if live[ip.String()] {
+			return true
+		}
+		deadMu.Lock()
+		defer deadMu.Unlock()
+		dead[ip.String()] = true
+		return grace && !prevDead[ip.String()]
+	}
+	edit := securitygroup.Edit{Service: "(collect)", Live: p.collectable(liveDest)}
+	if err := p.collectNodePorts(&edit); err != nil {
+		return err
+	}
+	res, err := p.sg.Update(ctx, edit)
+	if err != nil {
+		return err
+	}
+	deadMu.Lock()
+	p.deadMu.Lock()
+	p.deadDests = dead
+	p.deadMu.Unlock()
+	deadMu.Unlock()
+	if res.Changed {
+		logger(ctx).Info("Removed destinations of deleted Services from the network security group")
+		rg, name := p.sg.Name()
+		noteRepair(ctx, RepairSecurityGroup, "network security group %s/%s (destinations no Service has)", rg, name)
+	}
+	return nil
+}
+
+// liveAddresses are the addresses of every frontend on a managed load
+// balancer (public IPs read in one listing) and of every node.
+func (p *Provider) liveAddresses(ctx context.Context) (map[string]bool, error) {
 	live := map[string]bool{}
 	lbs, err := p.store.Managed(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pipIDs := map[string]bool{}
 	for _, name := range lbs {
 		lb, err := p.store.Get(ctx, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if lb == nil || lb.Properties == nil {
 			continue
@@ -319,9 +374,9 @@ func (p *Provider) collectSecurityRules(ctx context.Context) error {
 		}
 	}
 	if len(pipIDs) > 0 {
-		pips, err := p.clients.PublicIP.List(ctx, p.cfg.ResourceGroup)
+		pips, err := p.publicIPs(ctx).List(ctx, p.cfg.ResourceGroup)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, pip := range pips {
 			if pipIDs[strings.ToLower(ptr.Deref(pip.ID, ""))] {
@@ -332,50 +387,58 @@ func (p *Provider) collectSecurityRules(ctx context.Context) error {
 			}
 		}
 		if len(pipIDs) > 0 {
-			return fmt.Errorf("collect security rules: %d public IPs of frontends are not in resource group %s; not collecting", len(pipIDs), p.cfg.ResourceGroup)
+			return nil, fmt.Errorf("collect security rules: %d public IPs of frontends are not in resource group %s; not collecting", len(pipIDs), p.cfg.ResourceGroup)
 		}
 	}
 	nodes, err := p.nodes.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, ips := range nodeAddresses(nodes) {
 		for _, a := range ips {
 			live[a] = true
 		}
 	}
-	liveDest := func(d string) bool {
-		if ip, err := netip.ParseAddr(d); err == nil {
-			return live[ip.String()]
-		}
-		return true // a prefix or tag: not an address azlb put there for a Service
+	return live, nil
+}
+
+// collectNodePorts makes the collection also take node ports no Service
+// has any more (ports changed or Service deleted while no controller ran)
+// off the nodes' addresses. Every Service counts, of any class: a node
+// port another implementation's Service has is not azlb's to close.
+func (p *Provider) collectNodePorts(edit *securitygroup.Edit) error {
+	if p.services == nil {
+		return nil
 	}
-	edit := securitygroup.Edit{Service: "(collect)", Live: liveDest}
-	if p.services != nil {
-		// Node ports no Service has any more (ports changed or Service
-		// deleted while no controller ran) leave the nodes' addresses.
-		svcs, err := p.services.List(labels.Everything())
-		if err != nil {
-			return err
-		}
-		ports := map[[2]string]bool{}
-		for _, s := range svcs {
-			for _, sp := range s.Spec.Ports {
-				if sp.NodePort != 0 {
-					ports[[2]string{accesscontrol.RuleProtocol(sp.Protocol), accesscontrol.PortString(sp.NodePort)}] = true
-				}
+	svcs, err := p.services.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	ports := map[[2]string]bool{}
+	for _, s := range svcs {
+		for _, sp := range s.Spec.Ports {
+			if sp.NodePort != 0 {
+				ports[[2]string{accesscontrol.RuleProtocol(sp.Protocol), accesscontrol.PortString(sp.NodePort)}] = true
 			}
 		}
-		edit.LiveNodePort = func(protocol, port string) bool { return ports[[2]string{protocol, port}] }
-		for _, ips := range p.knownNodeAddresses(nil) {
-			edit.Release.NodeAddresses = append(edit.Release.NodeAddresses, ips...)
-		}
 	}
-	res, err := p.sg.Update(ctx, edit)
-	if err == nil && res.Changed {
-		logger(ctx).Info("Removed destinations of deleted Services from the network security group")
+	edit.LiveNodePort = func(protocol, port string) bool { return ports[[2]string{protocol, port}] }
+	for _, ips := range p.knownNodeAddresses(nil) {
+		edit.Release.NodeAddresses = append(edit.Release.NodeAddresses, ips...)
 	}
-	return err
+	return nil
+}
+
+// collectable is live, unless azlb serves a load-balancer class
+// (SetLoadBalancerClass): then the default implementation may write the
+// same rules into this NSG (on AKS, AKS's cloud controller manager does),
+// an address on no load balancer of azlb's may be one of its Services',
+// and no address is collected, only node ports.
+func (p *Provider) collectable(live func(string) bool) func(string) bool {
+	if p.class.IsDefault() {
+		return live
+	}
+	return func(string) bool { return true }
 }
 
 // releaseSecurityRules takes the Service out of every rule (delete): its
@@ -400,7 +463,7 @@ func (p *Provider) releaseSecurityRules(ctx context.Context, svc *v1.Service) er
 		}
 		nodes = all
 	}
-	return p.finishSecurityRules(svc, nil, p.beginSecurityRules(ctx, svc, nil, nil, nil, nodes, released...))
+	return p.finishSecurityRules(ctx, svc, nil, p.beginSecurityRules(ctx, svc, nil, nil, nil, nodes, released...))
 }
 
 // leavingAddresses are the addresses among released (those of the

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/lbstore"
+	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/securitygroup"
 	"github.com/azlb/azlb/internal/testutil"
 )
@@ -506,5 +509,46 @@ func TestSecurityRulesMoveWithFailedNSGWriteReleasesOnRetry(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Service deleted after its rule was written but before its frontend
+// was (the load balancer write failed): the address of the public IP azlb
+// created for it leaves the rules before the public IP is deleted (found by
+// the chaos fault mix: such addresses stayed in the NSG for ever).
+func TestSecurityRulesDeleteBeforeFrontendReleasesPublicIP(t *testing.T) {
+	h := newSGHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "d3111111-2222-3333-4444-555555555555", nil, 80)
+	if _, err := h.env.Emulator().AddFault(emulator.Fault{Method: http.MethodPut, PathRegex: `/loadBalancers/`, Status: http.StatusBadRequest, Code: "InvalidRequestFormat", Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes); err == nil {
+		t.Fatal("the reconcile whose load balancer write failed reported success")
+	}
+	pip, err := h.clients.PublicIP.Get(ctx, devenv.ResourceGroup, names.PublicIP("kubernetes", svc, v1.IPv4Protocol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pipAddress(pip)
+	// The rule's edit was queued before the load balancer write and lands
+	// on its own.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		for _, r := range h.rules(t) {
+			if slices.Contains(ruleDests(r), addr) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatal("the rule was not written before the load balancer (the test does not exercise the case)")
+	}
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range h.rules(t) {
+		if slices.Contains(ruleDests(r), addr) {
+			t.Errorf("rule %s still holds %s, the address of the deleted Service's public IP", name, addr)
+		}
 	}
 }

@@ -37,6 +37,7 @@ const chaosLabel = "azlb-chaos"
 func clusterConfig() map[string]any {
 	return map[string]any{
 		"loadBalancerBackendPoolUpdateIntervalInSeconds": 1,
+		"driftRepairIntervalInSeconds":                   int(driftPeriod / time.Second),
 		"multipleStandardLoadBalancerConfigurations": []map[string]any{
 			{"name": "kubernetes"},
 			{"name": "lb-2", "nodeSelector": map[string]any{"matchLabels": map[string]string{"pool": "two"}}},

@@ -13,8 +13,9 @@ import (
 
 // TestFaultMix: for each seed, a churn of events while a fifth of the ARM
 // calls fail (during the churn and FaultTail after it); when the faults
-// stop, verify must come clean within the bound, and a restart without
-// change must make no ARM write.
+// stop, verify must come clean within the bound; then changes made in
+// Azure out of band must be repaired by the drift pass within its period,
+// and a restart without change must make no ARM write.
 func TestFaultMix(t *testing.T) {
 	var nsg nsgTally
 	for seed := 1; seed <= suite.params.Seeds; seed++ {
@@ -72,6 +73,7 @@ func faultMixSeed(t *testing.T, seed uint64, nsg *nsgTally) {
 		"cleanSecondsAfterFaultsStopped": converged.Seconds(), "armCallsAfterFaultsStopped": after + afterWrites,
 		"writesAfterFaultsStopped": afterWrites, "initialConvergeSeconds": initial.Seconds(),
 	})
+	driftRepaired(t, c, seed)
 	restartWithoutChange(t, c, r, w)
 }
 

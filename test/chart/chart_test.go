@@ -137,7 +137,7 @@ func TestDeploymentDefaults(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--cloud-config=/etc/azlb/azure.json",
-		"--controllers=service-lb-controller,cloud-node-controller,cloud-node-lifecycle-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway",
+		"--controllers=service-lb-controller,cloud-node-controller,cloud-node-lifecycle-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway,azlb-drift",
 		"--use-service-account-credentials",
 		"--leader-elect=true",
 		"--leader-elect-resource-name=azlb-controller-manager",
@@ -147,6 +147,9 @@ func TestDeploymentDefaults(t *testing.T) {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %q", c.Args, want)
 		}
+	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--load-balancer-class") }) {
+		t.Errorf("args %q: a load-balancer class by default, want none (the class-less Services)", c.Args)
 	}
 	if len(c.Env) != 1 || c.Env[0].Name != "POD_IP" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "status.podIP" {
 		t.Errorf("env %+v, want POD_IP from status.podIP", c.Env)
@@ -203,7 +206,7 @@ func volume(t *testing.T, pod corev1.PodSpec, name string) corev1.Volume {
 // of the cloud provider.
 var controllerSAs = []string{
 	"azlb-admin-state-controller", "azlb-cloud-node-controller", "azlb-cloud-node-lifecycle-controller",
-	"azlb-cloud-provider", "azlb-local-service-controller", "azlb-service-controller", "azlb-service-gateway-controller",
+	"azlb-cloud-provider", "azlb-drift-controller", "azlb-local-service-controller", "azlb-service-controller", "azlb-service-gateway-controller",
 	"azlb-spot-eviction-controller",
 }
 
@@ -330,6 +333,8 @@ func TestRefusesWhatItCannotHonour(t *testing.T) {
 		{[]string{"--namespace", "azlb"}, `install azlb into kube-system`},
 		{[]string{"--set", "cloudConfig.source=file"}, `cloudConfig.source: "file" is not one of`},
 		{[]string{"--set", "workloadIdentity.enabled=true"}, "workloadIdentity.clientId is required"},
+		{[]string{"--set", "loadBalancerClass=Azlb Class"}, `loadBalancerClass: "Azlb Class" is not a label-style name`},
+		{[]string{"--set", "loadBalancerClass=a/b/c"}, `loadBalancerClass: "a/b/c" is not a label-style name`},
 	} {
 		if got := renderErr(t, tc.args...); !strings.Contains(got, tc.want) {
 			t.Errorf("helm template %v failed with %q, want %q", tc.args, got, tc.want)
@@ -383,6 +388,16 @@ func TestOptions(t *testing.T) {
 		}
 		if n := len(all[*policyv1.PodDisruptionBudget](objs)); n != 0 {
 			t.Errorf("%d PDBs with podDisruptionBudget.enabled=false", n)
+		}
+	})
+	t.Run("AKS: load-balancer class, any node, pod network", func(t *testing.T) {
+		d := only[*appsv1.Deployment](t, render(t, "--set", "loadBalancerClass=azlb.example/test,hostNetwork=false,nodeSelector=null"))
+		pod := d.Spec.Template.Spec
+		if args := pod.Containers[0].Args; !slices.Contains(args, "--load-balancer-class=azlb.example/test") {
+			t.Errorf("args %q lack --load-balancer-class=azlb.example/test", args)
+		}
+		if len(pod.NodeSelector) != 0 || pod.HostNetwork {
+			t.Errorf("nodeSelector %v, hostNetwork %v; want none and off (docs/install.md, AKS)", pod.NodeSelector, pod.HostNetwork)
 		}
 	})
 	t.Run("ServiceMonitor", func(t *testing.T) {

@@ -68,6 +68,11 @@ unknown controller name.
 {{- if and .Values.workloadIdentity.enabled (not .Values.workloadIdentity.clientId) -}}
 {{- fail "workloadIdentity.clientId is required when workloadIdentity.enabled is true" -}}
 {{- end -}}
+{{- with .Values.loadBalancerClass -}}
+{{- if not (regexMatch "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$" .) -}}
+{{- fail (printf "loadBalancerClass: %q is not a label-style name such as example.com/azlb (what spec.loadBalancerClass accepts)" .) -}}
+{{- end -}}
+{{- end -}}
 {{- if lt (int .Values.replicas) 1 -}}
 {{- fail "replicas: at least 1" -}}
 {{- end -}}

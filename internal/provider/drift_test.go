@@ -1,0 +1,132 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/devenv"
+)
+
+// repairPass runs one pass over the Services as the drift controller does.
+func repairPass(t *testing.T, p *Provider, svcs []*v1.Service, nodes []*v1.Node) []Repair {
+	t.Helper()
+	ctx, out, err := p.BeginRepairPass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs {
+		rs, err := p.RepairService(ctx, s, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rs...)
+	}
+	return out
+}
+
+func kinds(rs []Repair) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Kind)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The drift pass: nothing drifted costs no write and three reads (the load
+// balancer listing, the public IP listing and the NSG); a rule deleted, an
+// admin state flipped and a security rule deleted out of band, inside the
+// cache TTL, are written back and reported (issue 32 item 2).
+func TestDriftPassRepairsOutOfBandChanges(t *testing.T) {
+	h := newSGHarness(t, nil)
+	ctx := context.Background()
+	svc := testService("web", "a7111111-2222-3333-4444-555555555555", nil, 80, 443)
+	svc.Finalizers = []string{serviceCleanupFinalizer}
+	h.p.SetServiceLister(serviceLister(svc))
+	h.p.nodes = nodeLister(sgNodes...)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, sgNodes); err != nil {
+		t.Fatal(err)
+	}
+
+	h.env.Emulator().ResetRequests()
+	if rs := repairPass(t, h.p, []*v1.Service{svc}, sgNodes); len(rs) != 0 {
+		t.Fatalf("a pass without drift repaired %v", rs)
+	}
+	reads := 0
+	for _, r := range h.env.Emulator().Requests() {
+		if r.Kind != "arm" {
+			continue
+		}
+		if r.Method != http.MethodGet {
+			t.Errorf("a pass without drift wrote: %s %s", r.Method, r.Path)
+		}
+		reads++
+	}
+	if reads != 3 {
+		t.Errorf("a pass without drift made %d reads, want 3 (load balancers, public IPs, the NSG)", reads)
+	}
+
+	// Out of band: a rule deleted, n1 Down in the pool, the NSG emptied.
+	lb := h.lb(t, "kubernetes")
+	lb.Properties.LoadBalancingRules = lb.Properties.LoadBalancingRules[:1]
+	for _, e := range findPool(lb, "kubernetes").Properties.LoadBalancerBackendAddresses {
+		e.Properties.AdminState = ptr.To(armnetwork.LoadBalancerBackendAddressAdminStateDown)
+	}
+	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, ptr.Deref(lb.Etag, "")); err != nil {
+		t.Fatal(err)
+	}
+	sg, err := h.clients.SecurityGroup.Get(ctx, devenv.ResourceGroup, devenv.SecurityGroupName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg.Properties.SecurityRules = nil
+	if _, err := h.clients.SecurityGroup.CreateOrUpdate(ctx, devenv.ResourceGroup, devenv.SecurityGroupName, *sg, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	rs := repairPass(t, h.p, []*v1.Service{svc}, sgNodes)
+	if got := strings.Join(kinds(rs), ","); got != "backend_pool,load_balancer,security_group" {
+		t.Errorf("repairs %v, want one of each kind", rs)
+	}
+	lb = h.lb(t, "kubernetes")
+	if n := len(lb.Properties.LoadBalancingRules); n != 2 {
+		t.Errorf("rules after the pass = %d, want 2", n)
+	}
+	for _, e := range findPool(lb, "kubernetes").Properties.LoadBalancerBackendAddresses {
+		if s := ptr.Deref(e.Properties.AdminState, ""); s != armnetwork.LoadBalancerBackendAddressAdminStateNone && s != "" {
+			t.Errorf("entry %s admin state %s after the pass, want None", ptr.Deref(e.Name, ""), s)
+		}
+	}
+	if len(h.rules(t)) == 0 {
+		t.Error("the Service's security rule was not written back")
+	}
+}
+
+// The pass never builds for a Service the service controller has not
+// taken on (no cleanup finalizer) or is letting go (being deleted), nor
+// for one gone from the informer.
+func TestDriftPassLeavesServicesItDoesNotServe(t *testing.T) {
+	h := newSGHarness(t, nil)
+	fresh := testService("new", "a8111111-2222-3333-4444-555555555555", nil, 80)
+	gone := testService("gone", "a9111111-2222-3333-4444-555555555555", nil, 80)
+	gone.Finalizers = []string{serviceCleanupFinalizer}
+	h.p.SetServiceLister(serviceLister(fresh))
+	h.p.nodes = nodeLister(sgNodes...)
+	h.env.Emulator().ResetRequests()
+	if rs := repairPass(t, h.p, []*v1.Service{fresh, gone}, sgNodes); len(rs) != 0 {
+		t.Fatalf("repairs %v, want none", rs)
+	}
+	if w := h.writes(); w != 0 {
+		t.Fatalf("%d writes, want 0", w)
+	}
+	if lb := h.lb(t, "kubernetes"); lb != nil {
+		t.Fatal("the pass built a load balancer")
+	}
+}
