@@ -11,8 +11,8 @@ import "sync"
 // reservation lasts until its release is called (after the write, whatever
 // its outcome: on success the load balancer's own rule count shows it).
 type InFlight struct {
-	place sync.Mutex // serialises count-choose-reserve
-	mu    sync.Mutex // guards rules
+	place sync.Mutex                // serialises count-choose-reserve
+	mu    sync.Mutex                // guards rules
 	rules map[string]map[string]int // load balancer -> Service key -> rules
 }
 
