@@ -2,7 +2,9 @@
 //
 //	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container|basic]
 //	                                                                 start the whole system on this machine
-//	azlb sandbox restart [--dir .sandbox]                            restart its controller (azure.json read afresh)
+//	azlb sandbox restart [--dir .sandbox] [--timeout 1m]             restart its controller (azure.json read afresh),
+//	                                                                 wait until it serves; exit 1 with its last log entry
+//	                                                                 if it exits first
 //	azlb sandbox down [--dir .sandbox]                               stop it
 //	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state,
 //	                                                                 each Service's sources in the NSG
@@ -47,7 +49,7 @@ func main() {
 
 const usage = `usage:
   azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic]
-  azlb sandbox restart [--dir .sandbox]
+  azlb sandbox restart [--dir .sandbox] [--timeout 1m]
   azlb sandbox down [--dir .sandbox]
   azlb status [--kubeconfig FILE] [--cloud-config FILE]
   azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--timeout 2m] [--quiet]
@@ -67,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "sandbox" && len(args) > 1 && args[1] == "down":
 		err = sandboxDown(args[2:], stdout)
 	case args[0] == "sandbox" && len(args) > 1 && args[1] == "restart":
-		err = sandboxRestart(args[2:], stdout)
+		err = sandboxRestart(ctx, args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
 	case args[0] == "verify":
@@ -167,16 +169,17 @@ Migrate it:
 See docs/migration.md. Stop everything with: make sandbox-down
 `
 
-func sandboxRestart(args []string, out io.Writer) error {
+func sandboxRestart(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sandbox restart", flag.ContinueOnError)
 	dir := fs.String("dir", ".sandbox", "directory of the sandbox")
+	timeout := fs.Duration("timeout", sandbox.ControllerStartTimeout, "how long to wait for the controller to serve /healthz")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := sandbox.RestartController(*dir); err != nil {
+	if err := sandbox.RestartControllerWithin(ctx, *dir, *timeout); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "azlb-controller-manager restarted (log: %s)\n", filepath.Join(*dir, "logs", "controller.log"))
+	fmt.Fprintf(out, "azlb-controller-manager restarted and serving (log: %s)\n", filepath.Join(*dir, "logs", "controller.log"))
 	return nil
 }
 

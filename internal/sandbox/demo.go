@@ -53,6 +53,14 @@ func demoAgentNodes() []nodeagent.Node {
 // 127.0.0.1, which the network security group denies.
 const RestrictedSource = "127.0.0.2"
 
+// annotationLBConfigurations places a Service on the load balancers of
+// the multipleStandardLoadBalancerConfigurations it names.
+const annotationLBConfigurations = "service.beta.kubernetes.io/azure-load-balancer-configurations"
+
+// demoPlacement is the load balancer configuration each Service of the
+// default demo is placed on (by annotation).
+var demoPlacement = map[string]string{"web": "kubernetes", "restricted": "kubernetes", "api": "lb-pool2", "echo": "lb-pool2"}
+
 // demoServices are the Services of the default demo, each answering
 // through the data plane once the sandbox is ready.
 var demoServices = []string{"web", "api", "restricted", "echo"}
@@ -72,11 +80,16 @@ func demoSource(svc string) netip.Addr {
 }
 
 // createDemo creates the demo nodes, namespace and Services: "web"
-// (ExternalTrafficPolicy=Cluster, port 80, placed automatically), "api"
-// (ExternalTrafficPolicy=Local, port 8080, placed on lb-pool2 by annotation),
-// "restricted" (like web, but only RestrictedSource may connect) and "echo"
-// (ExternalTrafficPolicy=Cluster, UDP port EchoPort, a DNS-like echo, on
-// lb-pool2 by annotation), and their EndpointSlices.
+// (ExternalTrafficPolicy=Cluster, port 80), "api" (ExternalTrafficPolicy=Local,
+// port 8080), "restricted" (like web, but only RestrictedSource may
+// connect) and "echo" (ExternalTrafficPolicy=Cluster, UDP port EchoPort, a
+// DNS-like echo), and their EndpointSlices. Each Service is placed by
+// annotation (annotationLBConfigurations): web and restricted on
+// "kubernetes" (the pool1 nodes), api and echo on "lb-pool2" (the pool2
+// nodes). Created together, Services left to automatic placement are
+// spread across the load balancers in no fixed way, and the README (curl
+// web, taint aks-pool1-1: never served by it) and the end-to-end test
+// count on where each one is.
 func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	for _, d := range demoNodes {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: map[string]string{
@@ -95,15 +108,12 @@ func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	}
 	web := demoService("web", 80, v1.ServiceExternalTrafficPolicyCluster)
 	api := demoService("api", 8080, v1.ServiceExternalTrafficPolicyLocal)
-	api.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-pool2"}
 	restricted := demoService("restricted", 80, v1.ServiceExternalTrafficPolicyCluster)
 	restricted.Spec.LoadBalancerSourceRanges = []string{RestrictedSource + "/32"}
-	// echo is on lb-pool2 with api, so that it never takes the place web
-	// would get on "kubernetes" (the Services are placed concurrently).
 	echo := demoService("echo", EchoPort, v1.ServiceExternalTrafficPolicyCluster)
 	echo.Spec.Ports[0].Name, echo.Spec.Ports[0].Protocol = "dns", v1.ProtocolUDP
-	echo.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-pool2"}
 	for _, svc := range []*v1.Service{web, api, restricted, echo} {
+		svc.Annotations = map[string]string{annotationLBConfigurations: demoPlacement[svc.Name]}
 		if _, err := cs.CoreV1().Services(DemoNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create service %s: %w", svc.Name, err)
 		}

@@ -9,12 +9,15 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,11 +183,27 @@ func (c controllerCommand) start(dir, logPath string) error {
 	return startDetached(dir, "azlb-controller-manager", logPath, c.Bin, c.Args...)
 }
 
+// ControllerStartTimeout is how long RestartController waits for the
+// restarted controller to serve /healthz.
+const ControllerStartTimeout = time.Minute
+
 // RestartController stops the sandbox's controller (if it runs) and starts
 // it again as Up did, reading azure.json afresh: what a user does after
 // editing it (for example to migrate the Basic sandbox). The previous log
-// is kept as controller.log.1.
+// is kept as controller.log.1. It returns once the controller serves
+// /healthz (RestartControllerWithin, ControllerStartTimeout).
 func RestartController(dir string) error {
+	return RestartControllerWithin(context.Background(), dir, ControllerStartTimeout)
+}
+
+// RestartControllerWithin is RestartController waiting at most timeout for
+// the controller to come up: it returns nil once the controller answers
+// /healthz on its secure port (which it serves only after loading
+// azure.json and building its cloud), and an error with the controller's
+// last log entry (its last line, with the lines that continue it) when the
+// controller exits first (a bad azure.json: it dies at once) or the
+// deadline passes (it is left running then).
+func RestartControllerWithin(ctx context.Context, dir string, timeout time.Duration) error {
 	b, err := os.ReadFile(filepath.Join(dir, controllerFile))
 	if err != nil {
 		return fmt.Errorf("no sandbox controller to restart in %s (start one with 'make sandbox'): %w", dir, err)
@@ -193,18 +212,128 @@ func RestartController(dir string) error {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, controllerFile), err)
 	}
-	devenv.StopPIDFile(filepath.Join(dir, "azlb-controller-manager.pid"))
+	devenv.StopPIDFile(filepath.Join(dir, controllerPIDFile))
 	logPath := filepath.Join(dir, "logs", "controller.log")
 	if err := os.Rename(logPath, logPath+".1"); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return c.start(dir, logPath)
+	if err := c.start(dir, logPath); err != nil {
+		return err
+	}
+	return waitController(ctx, dir, logPath, c.securePort(), timeout)
+}
+
+// controllerPIDFile is the controller's pid file under the sandbox's
+// directory.
+const controllerPIDFile = "azlb-controller-manager.pid"
+
+// securePort is the port of the controller's --secure-port flag (the
+// framework's default, 10258, without one).
+func (c controllerCommand) securePort() int {
+	for i, a := range c.Args {
+		v, ok := strings.CutPrefix(a, "--secure-port=")
+		if !ok && a == "--secure-port" && i+1 < len(c.Args) {
+			v, ok = c.Args[i+1], true
+		}
+		if ok {
+			if p, err := strconv.Atoi(v); err == nil {
+				return p
+			}
+		}
+	}
+	return 10258
+}
+
+// waitController waits until the controller started in dir answers
+// /healthz on 127.0.0.1:port with 200. It fails, with the last entry of
+// the log at logPath, when the process exits first or timeout passes.
+func waitController(ctx context.Context, dir, logPath string, port int, timeout time.Duration) error {
+	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"
+	// The controller serves a self-signed certificate it made at start,
+	// on loopback.
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	defer hc.CloseIdleConnections()
+	var last string
+	healthy := func(ctx context.Context) bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		last = resp.Status + ": " + strings.TrimSpace(string(body))
+		return resp.StatusCode == http.StatusOK
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !running(dir, controllerPIDFile) {
+			return fmt.Errorf("azlb-controller-manager exited before serving /healthz (log: %s); its last log entry:\n%s", logPath, lastLogEntry(logPath))
+		}
+		if healthy(ctx) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("waiting for azlb-controller-manager to serve: %w (it is left running; log: %s)", parent.Err(), logPath)
+			}
+			return fmt.Errorf("azlb-controller-manager did not answer %s within %s (last: %s); it is left running (log: %s); its last log entry:\n%s",
+				url, timeout, last, logPath, lastLogEntry(logPath))
+		case <-tick.C:
+		}
+	}
+}
+
+// klogHeader starts a klog line: severity, date, time (I1127 00:11:50.7).
+var klogHeader = regexp.MustCompile(`^[IWEF]\d{4} \d{2}:\d{2}:\d{2}`)
+
+// lastLogEntry is the last entry of a log: its last line that starts a
+// klog entry with the lines that follow it (a multi-line error, such as
+// every invalid field of azure.json), at most 20; without klog lines, the
+// last non-empty line.
+func lastLogEntry(path string) string {
+	const maxRead, maxLines = 64 << 10, 20
+	f, err := os.Open(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > maxRead {
+		_, _ = f.Seek(st.Size()-maxRead, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n \t"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return "(the log is empty)"
+	}
+	start := len(lines) - 1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if klogHeader.MatchString(lines[i]) {
+			start = i
+			break
+		}
+	}
+	entry := lines[start:]
+	if len(entry) > maxLines {
+		entry = append(entry[:maxLines:maxLines], fmt.Sprintf("(%d more lines)", len(lines)-start-maxLines))
+	}
+	return strings.Join(entry, "\n")
 }
 
 // Down stops every process Up started and leaves the files in place.
 func Down(dir string) {
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-node-agent.pid"))
-	devenv.StopPIDFile(filepath.Join(dir, "azlb-controller-manager.pid"))
+	devenv.StopPIDFile(filepath.Join(dir, controllerPIDFile))
 	devenv.StopDetached(filepath.Join(dir, "kube"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))
 }

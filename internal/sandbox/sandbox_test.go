@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/azlb/azlb/internal/config"
 )
 
@@ -94,5 +97,27 @@ func TestBasicAzureJSON(t *testing.T) {
 func TestRestartControllerWithoutSandbox(t *testing.T) {
 	if err := RestartController(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no sandbox controller to restart") {
 		t.Fatalf("RestartController in an empty directory: %v", err)
+	}
+}
+
+// Every Service of the default demo is placed by annotation on the load
+// balancer the README and the end-to-end test count on (web on
+// "kubernetes", whose nodes are pool1's): created together, Services left
+// to automatic placement spread across the load balancers in no fixed way.
+func TestDemoServicesArePinned(t *testing.T) {
+	cs := fake.NewClientset()
+	if err := createDemo(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"web": "kubernetes", "restricted": "kubernetes", "api": "lb-pool2", "echo": "lb-pool2"}
+	for _, name := range demoServices {
+		svc, err := cs.CoreV1().Services(DemoNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := svc.Annotations["service.beta.kubernetes.io/azure-load-balancer-configurations"]
+		if got != want[name] {
+			t.Errorf("service %s placed on %q, want %q", name, got, want[name])
+		}
 	}
 }

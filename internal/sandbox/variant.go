@@ -55,9 +55,10 @@ type variantRun struct {
 
 // seed writes the variant's azure.json and seeds what it needs in Azure
 // (the service gateway; the NIC demo's VMs; the Basic cluster's VMs, load
-// balancers, public IPs and Services) and starts the node agents (kubelets
-// of the NIC and Basic demos' VMs; every node's kube-proxy) before the
-// controller starts. It returns the azure.json path.
+// balancers, public IPs and Services; the default demo's network
+// interfaces holding its nodes' addresses) and starts the node agents
+// (kubelets of the NIC and Basic demos' VMs; every node's kube-proxy)
+// before the controller starts. It returns the azure.json path.
 func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig string) (string, error) {
 	azureJSON := filepath.Join(v.o.Dir, AzureJSONFile)
 	var cfgJSON []byte
@@ -95,6 +96,10 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 			return "", err
 		}
 	default:
+		if err := reserveNodeAddresses(ctx, v.env, demoNodes); err != nil {
+			return "", err
+		}
+		v.step("reserved the nodes' addresses in subnet %s: a network interface per node (%s%s ...), as a VM's holds its address", v.env.Config.SubnetName, demoNodes[0].name, nodeNICSuffix)
 		nodes = demoAgentNodes()
 	}
 	v.nodes = nodes

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
@@ -124,11 +125,14 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 // The README's first command: everything starts, the demo Services get
 // their IPs and answer before Up returns, azlb status shows both load
 // balancers and the Local Service's dedicated pool, the Services answer
-// through the data plane (the Local one only from nodes with its
-// endpoints; the UDP one with a datagram naming a node), the Service with
+// through the data plane (each from the nodes of the load balancer it is
+// pinned to; the Local one only from nodes with its endpoints; the UDP one
+// with a datagram naming a node), an internal Service gets no node's
+// address and answers from every node, the Service with
 // loadBalancerSourceRanges only to its source and the others only while
 // azlb's rules are in the NSG, a taint shows as Down and takes the node out
-// of rotation, and Down stops every process.
+// of rotation, azlb sandbox restart fails on a bad azure.json and succeeds
+// once it is fixed, and Down stops every process.
 func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
 	opts, out := upSandbox(t, "")
@@ -182,17 +186,43 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-1", "aks-pool1-2")
 	servedBy(loopback, api, "aks-pool1-1", "aks-pool2-0")
 
-	// restricted (loadBalancerSourceRanges 127.0.0.2/32): curl --interface
-	// 127.0.0.2 answers, a plain curl is reset by the subnet's NSG.
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	// An internal Service on "kubernetes" (in the audit, the first one's
+	// frontend took 127.240.0.4, aks-pool1-0's address, whose simulated
+	// kube-proxy then never served it): the emulated subnet holds the
+	// nodes' addresses, so its address is no node's, and every node of
+	// its load balancer serves it to a client of the virtual network.
+	ilb := loadBalancerService(sandbox.DemoNamespace, "internal", 80)
+	ilb.Annotations = map[string]string{annotations.KeyInternal: "true", annotations.KeyLoadBalancerConfigurations: "kubernetes"}
+	if _, err := cs.CoreV1().Services(sandbox.DemoNamespace).Create(ctx, ilb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.DiscoveryV1().EndpointSlices(sandbox.DemoNamespace).Create(ctx, endpointSlice(sandbox.DemoNamespace, "internal", "aks-pool1-2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	internalIP, err := netip.ParseAddr(sandboxIngress(t, cs, "internal"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var demoNodes []string
-	for _, n := range nodes.Items {
-		demoNodes = append(demoNodes, n.Name)
+	allNodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	servedBy(restrictedSrc, restricted, demoNodes...)
+	for _, n := range allNodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Address == internalIP.String() {
+				t.Fatalf("the internal Service got %s, the address of node %s", internalIP, n.Name)
+			}
+		}
+	}
+	vnetClient := netip.MustParseAddr("127.241.0.10") // in the virtual network (127.240.0.0/12), outside the subnet
+	if seen := servedBy(vnetClient, netip.AddrPortFrom(internalIP, 80), "aks-pool1-0", "aks-pool1-1", "aks-pool1-2"); len(seen) != 3 {
+		t.Errorf("30 requests to the internal Service at %s answered by %v: want every node of its load balancer", internalIP, seen)
+	}
+
+	// restricted (loadBalancerSourceRanges 127.0.0.2/32, on "kubernetes"):
+	// curl --interface 127.0.0.2 answers, a plain curl is reset by the
+	// subnet's NSG.
+	servedBy(restrictedSrc, restricted, "aks-pool1-0", "aks-pool1-1", "aks-pool1-2")
 	sandboxDenied(t, dir, loopback, restricted)
 
 	// echo (UDP, Cluster, on lb-pool2): `echo hi | nc -u -w1 $ECHO 53`
@@ -237,6 +267,35 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	})
 	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-2") // no new connection reaches the Down node
 
+	// azlb sandbox restart: a controller that dies at once on a bad
+	// azure.json fails it, with the controller's error; azure.json fixed,
+	// the restart returns once the controller serves, and it does.
+	checkSandboxRaces(t, dir) // the log the restarts rotate away
+	azureJSON := filepath.Join(dir, sandbox.AzureJSONFile)
+	good, err := os.ReadFile(azureJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(good), `"loadBalancerSku": "standard"`, `"loadBalancerSku": "premium"`, 1)
+	if bad == string(good) {
+		t.Fatalf("the sandbox's azure.json has no loadBalancerSku standard:\n%s", good)
+	}
+	if err := os.WriteFile(azureJSON, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = sandbox.RestartController(dir)
+	if err == nil || !strings.Contains(err.Error(), "Cloud provider could not be initialized") || !strings.Contains(err.Error(), `"premium"`) {
+		t.Fatalf("restart with loadBalancerSku premium: %v", err)
+	}
+	t.Logf("restart with loadBalancerSku premium: %v", err)
+	if err := os.WriteFile(azureJSON, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.RestartController(dir); err != nil {
+		t.Fatalf("restart with the sandbox's azure.json: %v", err)
+	}
+	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-2")
+
 	verifySandbox(t, opts)
 
 	sandbox.Down(dir)
@@ -267,6 +326,23 @@ func verifySandbox(t *testing.T, opts sandbox.Options) {
 	if !strings.Contains(string(out), "clean") {
 		t.Fatalf("azlb verify exited 0 without saying clean:\n%s", out)
 	}
+}
+
+// sandboxIngress waits for a demo Service's ingress address.
+func sandboxIngress(t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	var ip string
+	eventually(t, 60*time.Second, "ingress IP of "+sandbox.DemoNamespace+"/"+name, func(ctx context.Context) (bool, error) {
+		svc, err := cs.CoreV1().Services(sandbox.DemoNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(svc.Status.LoadBalancer.Ingress) > 0 {
+			ip = svc.Status.LoadBalancer.Ingress[0].IP
+		}
+		return ip != "", nil
+	})
+	return ip
 }
 
 // sandboxFrontend is a demo Service's ingress address and port.
