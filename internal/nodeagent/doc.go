@@ -11,7 +11,7 @@
 //     an ARM deallocate makes the node NotReady and a start makes it Ready
 //     again, which is what the cloud node lifecycle controller acts on;
 //   - with Service and EndpointSlice listers, is also the node's kube-proxy
-//     for the emulator's data plane (Proxy): on the node's loopback address
+//     for the emulator's data plane (Proxy): on the node's loopback addresses (IPv4, and IPv6 where routed to loopback)
 //     it serves the node port (and, with floating IP, the Service port) of
 //     every TCP and UDP Service port, answering with the node's name (an
 //     HTTP answer on TCP, a reply datagram echoing the request on UDP:

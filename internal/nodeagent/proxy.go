@@ -2,9 +2,11 @@ package nodeagent
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/azlb/azlb/internal/emulator/dataplane"
 	"io"
 	"net"
 	"net/http"
@@ -88,7 +90,9 @@ func NewProxy(node string, ips []string, services corelisters.ServiceLister, sli
 	}
 	p := &Proxy{node: node, services: services, slices: slices, log: log.WithValues("node", node), servers: map[socketKey]server{}}
 	for _, s := range ips {
-		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && a.IsLoopback() {
+		// Loopback addresses only (IPv4 127/8; IPv6 ::1 and prefixes
+		// routed to the loopback device, as the data plane serves them).
+		if a, err := netip.ParseAddr(s); err == nil && dataplane.Loopback(a) == nil {
 			p.addrs = append(p.addrs, a)
 		}
 	}
@@ -238,7 +242,8 @@ func (p *Proxy) listen(k socketKey, roles []portRole) (server, error) {
 	if k.proto == v1.ProtocolUDP {
 		return p.listenUDP(k.addr, roles)
 	}
-	ln, err := net.Listen("tcp4", k.addr.String())
+	lc := net.ListenConfig{Control: dataplane.FreeBind}
+	ln, err := lc.Listen(context.Background(), tcpNetwork(k.addr.Addr()), k.addr.String())
 	if err != nil {
 		return nil, err
 	}
@@ -332,4 +337,12 @@ func reset(w http.ResponseWriter) {
 		_ = tc.SetLinger(0)
 	}
 	_ = c.Close()
+}
+
+// tcpNetwork is "tcp4" or "tcp6" for the address's family.
+func tcpNetwork(a netip.Addr) string {
+	if a.Unmap().Is4() {
+		return "tcp4"
+	}
+	return "tcp6"
 }

@@ -2,8 +2,10 @@ package nodeagent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"github.com/azlb/azlb/internal/emulator/dataplane"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -46,7 +48,11 @@ func HelloUDP(src netip.Addr, addr netip.AddrPort, timeout time.Duration) (strin
 	if src.IsValid() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
 	}
-	c, err := net.DialUDP("udp4", laddr, net.UDPAddrFromAddrPort(addr))
+	network := "udp4"
+	if !addr.Addr().Unmap().Is4() {
+		network = "udp6"
+	}
+	c, err := net.DialUDP(network, laddr, net.UDPAddrFromAddrPort(addr))
 	if err != nil {
 		return "", err
 	}
@@ -81,10 +87,16 @@ type udpServer struct {
 
 // listenUDP opens a UDP port and serves roles on it.
 func (p *Proxy) listenUDP(ap netip.AddrPort, roles []portRole) (server, error) {
-	pc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap))
+	lc := net.ListenConfig{Control: dataplane.FreeBind}
+	network := "udp4"
+	if !ap.Addr().Unmap().Is4() {
+		network = "udp6"
+	}
+	c, err := lc.ListenPacket(context.Background(), network, ap.String())
 	if err != nil {
 		return nil, err
 	}
+	pc := c.(*net.UDPConn)
 	s := &udpServer{p: p, pc: pc, done: make(chan struct{})}
 	s.setRoles(roles)
 	go func() {

@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/testutil"
 )
@@ -160,5 +162,36 @@ func TestProxyTellsFloatingIPUDPServicesApartByFrontend(t *testing.T) {
 	}
 	if node, err := r.udp(port, b, dropWait); err == nil {
 		t.Fatalf("through the frontend of the Service without endpoints: %q, want a drop", node)
+	}
+}
+
+// A node's IPv6 loopback address is served too, TCP and UDP (the data
+// plane serves IPv6 frontends on loopback-routed addresses; ::1 always is
+// one).
+func TestProxyServesIPv6LoopbackAddresses(t *testing.T) {
+	v6 := netip.MustParseAddr("::1")
+	tcpPort, udpPort := int32(testutil.FreePortAny(t, v6)), int32(testutil.FreePortAny(t, v6))
+	r := newProxyRig(t, svc("web", tcpPort, tcpPort), udpService("dns", udpPort, udpPort), slice("web", "node-b"), slice("dns", "node-b"))
+	p, err := NewProxy("node-6", []string{v6.String()}, r.svcs, r.slices, klog.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if err := p.Sync(true); err != nil {
+		t.Fatal(err)
+	}
+	if node, err := HelloUDP(netip.Addr{}, netip.AddrPortFrom(v6, uint16(udpPort)), 2*time.Second); err != nil || node != "node-6" {
+		t.Fatalf("UDP on [::1]:%d: %q %v", udpPort, node, err)
+	}
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + netip.AddrPortFrom(v6, uint16(tcpPort)).String() + "/")
+	if err != nil {
+		t.Fatalf("TCP on [::1]:%d: %v", tcpPort, err)
+	}
+	defer resp.Body.Close()
+	b := new(bytes.Buffer)
+	_, _ = b.ReadFrom(resp.Body)
+	if !strings.Contains(b.String(), "node-6") {
+		t.Fatalf("TCP answer %q, want node-6", b.String())
 	}
 }
