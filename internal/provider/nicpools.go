@@ -112,34 +112,58 @@ func (p *Provider) removeExcludedMembers(ctx context.Context, lbName, poolID, po
 	if len(excluded) == 0 {
 		return nil
 	}
-	lb, err := p.store.Get(ctx, lbName)
+	members, err := p.nicMembers(ctx, lbName, poolName)
 	if err != nil {
 		return err
 	}
-	pool := findPool(lb, poolName)
-	if pool == nil || pool.Properties == nil {
-		return nil
-	}
 	var stale []string
-	for _, c := range pool.Properties.BackendIPConfigurations {
-		if c != nil && excluded[names.IPConfigOwner(ptr.Deref(c.ID, ""))] {
-			stale = append(stale, *c.ID)
+	for _, id := range members {
+		if excluded[names.IPConfigOwner(id)] {
+			stale = append(stale, id)
 		}
 	}
 	if len(stale) == 0 {
 		return nil
 	}
-	if len(stale) == len(pool.Properties.BackendIPConfigurations) {
+	if len(stale) == len(members) {
 		logger(ctx).Info("Keeping excluded nodes in the NIC-based pool: removing them would leave it empty",
 			"loadBalancer", lbName, "pool", poolName, "members", len(stale))
 		return nil
 	}
+	_, err = p.removeNICMembers(ctx, lbName, poolID, poolName, stale, "excluded nodes")
+	return err
+}
+
+// nicMembers are the ids of the ip configurations in a NIC-based pool, as
+// the store holds it.
+func (p *Provider) nicMembers(ctx context.Context, lbName, poolName string) ([]string, error) {
+	lb, err := p.store.Get(ctx, lbName)
+	if err != nil {
+		return nil, err
+	}
+	pool := findPool(lb, poolName)
+	if pool == nil || pool.Properties == nil {
+		return nil, nil
+	}
+	var out []string
+	for _, c := range pool.Properties.BackendIPConfigurations {
+		if id := ptr.Deref(c.ID, ""); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// removeNICMembers takes ip configurations out of a NIC-based pool (whose
+// members are written on their VMs and NICs, so the store reads it afresh
+// next time); what names them in the log.
+func (p *Provider) removeNICMembers(ctx context.Context, lbName, poolID, poolName string, stale []string, what string) (int, error) {
 	n, err := p.nicPools.RemoveMembers(ctx, []string{poolID}, stale)
 	if n > 0 {
 		p.store.ExternalChange(lbName)
-		logger(ctx).Info("Removed excluded nodes from NIC-based backend pool", "loadBalancer", lbName, "pool", poolName, "writes", n)
+		logger(ctx).Info("Removed "+what+" from NIC-based backend pool", "loadBalancer", lbName, "pool", poolName, "members", stale, "writes", n)
 	}
-	return err
+	return n, err
 }
 
 // removeDetachedMembers takes out of the pool the ip configurations of
@@ -147,17 +171,12 @@ func (p *Provider) removeExcludedMembers(ctx context.Context, lbName, poolID, po
 // no VM (read to be sure: a VM whose node has not registered yet keeps its
 // member). Scale set members are left to their scale set's model.
 func (p *Provider) removeDetachedMembers(ctx context.Context, lbName, poolID, poolName string, known map[string]bool) error {
-	lb, err := p.store.Get(ctx, lbName)
+	members, err := p.nicMembers(ctx, lbName, poolName)
 	if err != nil {
 		return err
 	}
-	pool := findPool(lb, poolName)
-	if pool == nil || pool.Properties == nil {
-		return nil
-	}
 	var stale []string
-	for _, c := range pool.Properties.BackendIPConfigurations {
-		id := ptr.Deref(c.ID, "")
+	for _, id := range members {
 		owner := names.IPConfigOwner(id)
 		if owner == "" || known[owner] || strings.Contains(owner, "/virtualmachinescalesets/") {
 			continue
@@ -180,11 +199,8 @@ func (p *Provider) removeDetachedMembers(ctx context.Context, lbName, poolID, po
 	if len(stale) == 0 {
 		return nil
 	}
-	n, err := p.nicPools.RemoveMembers(ctx, []string{poolID}, stale)
+	n, err := p.removeNICMembers(ctx, lbName, poolID, poolName, stale, "the network interfaces of deleted VMs")
 	if n > 0 {
-		p.store.ExternalChange(lbName)
-		logger(ctx).Info("Removed the network interfaces of deleted VMs from NIC-based backend pool", "loadBalancer", lbName, "pool", poolName,
-			"members", stale, "writes", n)
 		noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (network interfaces of deleted VMs)", lbName, poolName)
 	}
 	return err

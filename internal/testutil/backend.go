@@ -63,6 +63,11 @@ func StartBackend(t testing.TB, name string, addr netip.AddrPort) *Backend {
 	if err != nil {
 		t.Fatalf("backend %s: %v", name, err)
 	}
+	return serveBackend(t, name, ln)
+}
+
+// serveBackend serves name on ln until Stop or the end of the test.
+func serveBackend(t testing.TB, name string, ln net.Listener) *Backend {
 	b := &Backend{Name: name, Addr: netip.MustParseAddrPort(ln.Addr().String()), done: make(chan struct{})}
 	b.healthy.Store(true)
 	b.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,6 @@ package testutil
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -62,21 +61,7 @@ func StartBackendAny(t testing.TB, name string, addr netip.AddrPort) *Backend {
 	if err != nil {
 		t.Fatalf("backend %s: %v", name, err)
 	}
-	b := &Backend{Name: name, Addr: netip.MustParseAddrPort(ln.Addr().String()), done: make(chan struct{})}
-	b.healthy.Store(true)
-	b.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" && !b.healthy.Load() {
-			http.Error(w, "unhealthy", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, name+"\n")
-	})}
-	go func() {
-		defer close(b.done)
-		_ = b.srv.Serve(ln)
-	}()
-	t.Cleanup(b.Stop)
-	return b
+	return serveBackend(t, name, ln)
 }
 
 // HelloFromAny is HelloFrom for a source of either family, IPv6 addresses
