@@ -36,9 +36,6 @@ type world struct {
 	// counts by event kind; accessCounts by kind of access change
 	counts       map[string]int
 	accessCounts map[string]int
-	// noAccess: no access-setting churn (the event stream of before it
-	// existed; see TestLeaderFailover).
-	noAccess bool
 }
 
 type svcRef struct{ ns, name string }
@@ -102,7 +99,7 @@ func (w *world) step(ctx context.Context) (string, error) {
 	choices := []choice{
 		{evSvcCreate, 14, len(w.services) < 40, w.svcCreate},
 		{evSvcUpdate, 20, len(w.services) > 0, w.svcUpdate},
-		{evAccess, 12, len(w.services) > 0 && !w.noAccess, w.access},
+		{evAccess, 12, len(w.services) > 0, w.access},
 		{evSvcDelete, 9, len(w.services) > 3, w.svcDelete},
 		{evEndpoints, 24, len(w.services) > 0 && len(w.nodes) > 0, w.endpoints},
 		{evTaint, 13, len(w.nodes) > 0, w.taint},
@@ -202,9 +199,7 @@ func (w *world) randomAnnotations(ns string) map[string]string {
 		cfgs := w.eligibleConfigs(ns)
 		a[p+"azure-load-balancer-configurations"] = w.pick(cfgs)
 	}
-	if !w.noAccess {
-		w.randomAccessAnnotations(a)
-	}
+	w.randomAccessAnnotations(a)
 	return a
 }
 
@@ -219,7 +214,7 @@ func (w *world) svcCreate(ctx context.Context) error {
 	if w.rnd.IntN(100) < 35 {
 		svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 	}
-	if !w.noAccess && w.rnd.IntN(100) < 15 {
+	if w.rnd.IntN(100) < 15 {
 		svc.Spec.LoadBalancerSourceRanges = w.randomRanges()
 	}
 	settleAccess(svc, false)

@@ -20,12 +20,6 @@ func TestCrashRecovery(t *testing.T) {
 	resetCluster(t)
 	c := newChecker(t)
 	w := newWorld(t, 4242, "cr")
-	// Without access churn for now, as the failover rounds (see there):
-	// crash point 2 failed to converge with it and without it on
-	// 2026-11-26 (node ports changed while the controller was down kept
-	// their grants; fixed by the collection at start), and the run with it
-	// has not been repeated since; the fault mix churns access.
-	w.noAccess = true
 	rnd := rand.New(rand.NewPCG(4242, 0xc4a5))
 	r := startReplica(t, "a", false)
 	if err := w.populate(ctx, 6, 8); err != nil {

@@ -49,11 +49,6 @@ func TestLeaderFailover(t *testing.T) {
 	deleteLease(t)
 	c := newChecker(t)
 	w := newWorld(t, 77, "lf")
-	// Without access churn: with it, seed 77's stream leaves node lf-n1 in
-	// no cluster pool after a relabel during round 2 (node placement, not
-	// access control: an open issue, see the session note of 2026-11-26);
-	// the fault mix and crash points churn access settings.
-	w.noAccess = true
 	if err := w.populate(ctx, 6, 8); err != nil {
 		t.Fatal(err)
 	}
