@@ -6,10 +6,11 @@
 //	                                                                 wait until it serves; exit 1 with its last log entry
 //	                                                                 if it exits first
 //	azlb sandbox down [--dir .sandbox]                               stop it
-//	azlb status [--kubeconfig F] [--cloud-config F]                  show load balancers, pools, admin state,
+//	azlb status [--kubeconfig F] [--cloud-config F] [--load-balancer-class C]
+//	                                                                 show load balancers, pools, admin state,
 //	                                                                 each Service's sources in the NSG
 //	                                                                 and the service gateway's pods
-//	azlb verify [--kubeconfig F] [--cloud-config F] [--timeout D] [--quiet]
+//	azlb verify [--kubeconfig F] [--cloud-config F] [--load-balancer-class C] [--timeout D] [--quiet]
 //	                                                                 every difference between Azure and the
 //	                                                                 documented behaviour; exit 1 on drift
 //	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
@@ -17,7 +18,8 @@
 //	azlb node-agent --nodes F [--kubeconfig F] [--cloud-config F]    simulated kubelets and kube-proxies (the sandbox runs it)
 //
 // Without flags, status, verify, vm and node-agent read the sandbox's
-// .sandbox/kubeconfig and .sandbox/azure.json.
+// .sandbox/kubeconfig and .sandbox/azure.json. --load-balancer-class is the
+// class the controller serves (its flag of that name, docs/verify.md).
 package main
 
 import (
@@ -37,6 +39,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/sandbox"
 	"github.com/azlb/azlb/internal/status"
 )
@@ -51,8 +54,8 @@ const usage = `usage:
   azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic]
   azlb sandbox restart [--dir .sandbox] [--timeout 1m]
   azlb sandbox down [--dir .sandbox]
-  azlb status [--kubeconfig FILE] [--cloud-config FILE]
-  azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--timeout 2m] [--quiet]
+  azlb status [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS]
+  azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--timeout 2m] [--quiet]
   azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
   azlb node-agent --nodes FILE [--kubeconfig FILE] [--cloud-config FILE] [--interval 1s]
 `
@@ -198,6 +201,7 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", filepath.Join(".sandbox", sandbox.KubeconfigFile), "kubeconfig of the cluster (\"\" to skip Kubernetes)")
 	cloudConfig := fs.String("cloud-config", filepath.Join(".sandbox", sandbox.AzureJSONFile), "azure.json")
+	class := classFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -230,6 +234,7 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	snap.Class = *class
 	if cfg.PodIPMode() {
 		if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
 			return err
@@ -244,4 +249,18 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "WARNING azure.json: %s\n", w)
 	}
 	return status.Render(out, snap)
+}
+
+// classFlag registers --load-balancer-class of status and verify: the
+// load-balancer class azlb-controller-manager serves, checked as the
+// controller checks its flag of that name (lbclass.Parse).
+func classFlag(fs *flag.FlagSet) *lbclass.Class {
+	class := new(lbclass.Class)
+	fs.Func("load-balancer-class", "the load-balancer `class` the controller serves (its --load-balancer-class); "+
+		"empty: the LoadBalancer Services without spec.loadBalancerClass", func(s string) error {
+		c, err := lbclass.Parse(s)
+		*class = c
+		return err
+	})
+	return class
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/verify"
 )
 
@@ -26,6 +27,7 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	kubeconfig, cloudConfig := clusterFlags(fs)
+	class := classFlag(fs)
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up reading the cluster and Azure after this long")
 	quiet := fs.Bool("quiet", false, "print only the summary line")
 	if err := fs.Parse(args); err != nil {
@@ -35,7 +37,7 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	klog.LogToStderr(false)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	report, err := verifyOnce(ctx, *kubeconfig, *cloudConfig)
+	report, err := verifyOnce(ctx, *kubeconfig, *cloudConfig, *class)
 	if err != nil {
 		fmt.Fprintf(errOut, "azlb verify: %v\n", err)
 		return verifyError
@@ -54,7 +56,7 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	return verifyClean
 }
 
-func verifyOnce(ctx context.Context, kubeconfig, cloudConfig string) (*verify.Report, error) {
+func verifyOnce(ctx context.Context, kubeconfig, cloudConfig string, class lbclass.Class) (*verify.Report, error) {
 	cfg, err := config.LoadFile(cloudConfig)
 	if err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func verifyOnce(ctx context.Context, kubeconfig, cloudConfig string) (*verify.Re
 		return nil, err
 	}
 	defer clients.Close()
-	return verify.Run(ctx, cfg, clients, kube)
+	return verify.RunClass(ctx, cfg, clients, kube, class)
 }
 
 func writeLine(w io.Writer, s string) error {

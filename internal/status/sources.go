@@ -98,8 +98,8 @@ func (s *Snapshot) sources(lbName string, fe *armnetwork.FrontendIPConfiguration
 		return "-" // pod-based: not covered by the NSG page
 	}
 	svc := s.Objects[strings.ToLower(strings.TrimSuffix(str(fe.Name), "-IPv6"))]
-	if svc == nil {
-		return "-"
+	if svc == nil || !s.Class.Owns(svc) {
+		return "-" // no LoadBalancer Service, or another implementation's
 	}
 	switch {
 	case s.SecurityGroupName == "":

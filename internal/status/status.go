@@ -25,6 +25,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -50,6 +51,11 @@ type Snapshot struct {
 	// SecurityGroup is its content, nil when it does not exist.
 	SecurityGroupName string
 	SecurityGroup     *armnetwork.SecurityGroup
+	// Class is the load-balancer class azlb serves (--load-balancer-class;
+	// the zero Class: none). A frontend of a LoadBalancer Service of
+	// another implementation is marked so, and its sources are not shown:
+	// the rules holding it are not azlb's.
+	Class lbclass.Class
 }
 
 // Collect reads the snapshot: load balancers and public IPs from ARM, and,
@@ -203,6 +209,9 @@ func (s *Snapshot) address(fe *armnetwork.FrontendIPConfiguration) string {
 
 func (s *Snapshot) service(frontend string) string {
 	base := strings.ToLower(strings.TrimSuffix(frontend, "-IPv6"))
+	if svc := s.Objects[base]; svc != nil && !s.Class.Owns(svc) {
+		return s.Services[base] + " (not azlb's)"
+	}
 	return cmp.Or(s.Services[base], "-")
 }
 

@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azlb/azlb/internal/lbclass"
 )
 
 func TestRenderShowsServicesRulesAndAdminState(t *testing.T) {
@@ -267,5 +270,61 @@ func TestRenderShowsSources(t *testing.T) {
 	snap.SecurityGroupName = "nsg"
 	if got := rows(); got["aweb"] != "NSG nsg not found" {
 		t.Errorf("NSG missing: %q", got["aweb"])
+	}
+}
+
+// With a load-balancer class, a frontend of another implementation's
+// Service (on AKS, a class-less one on AKS's load balancer) is marked so
+// and shows no sources: the rules holding its address are not azlb's.
+// Without a class, the classed Services are the others.
+func TestRenderMarksAnotherImplementationsServices(t *testing.T) {
+	const pipPrefix = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/"
+	svc := func(name string, class *string) *v1.Service {
+		return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, LoadBalancerClass: class, Ports: []v1.ServicePort{{Port: 80}}}}
+	}
+	fe := func(name string) *armnetwork.FrontendIPConfiguration {
+		return &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+			PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(pipPrefix + name)}}}
+	}
+	class := "example.com/azlb"
+	snap := &Snapshot{
+		LoadBalancers: []*armnetwork.LoadBalancer{
+			{Name: to.Ptr("azlb"), Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{fe("aweb")}}},
+			{Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{fe("aaks")}}},
+		},
+		PublicIPs:         map[string]string{strings.ToLower(pipPrefix + "aweb"): "20.0.0.1", strings.ToLower(pipPrefix + "aaks"): "20.0.0.2"},
+		Services:          map[string]string{"aweb": "demo/web", "aaks": "demo/aks"},
+		Objects:           map[string]*v1.Service{"aweb": svc("web", &class), "aaks": svc("aks", nil)},
+		Class:             lbclass.Class(class),
+		SecurityGroupName: "nsg",
+		SecurityGroup: &armnetwork.SecurityGroup{Properties: &armnetwork.SecurityGroupPropertiesFormat{SecurityRules: []*armnetwork.SecurityRule{{
+			Name: to.Ptr("k8s-azure-lb_allow_IPv4_1"), Properties: &armnetwork.SecurityRulePropertiesFormat{Priority: to.Ptr[int32](500),
+				Access: to.Ptr(armnetwork.SecurityRuleAccessAllow), Direction: to.Ptr(armnetwork.SecurityRuleDirectionInbound),
+				SourceAddressPrefix: to.Ptr("Internet"), DestinationAddressPrefixes: []*string{to.Ptr("20.0.0.1"), to.Ptr("20.0.0.2")},
+				DestinationPortRanges: []*string{to.Ptr("80")}}}}}},
+	}
+	rows := func() map[string]string {
+		var buf bytes.Buffer
+		if err := Render(&buf, snap); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(buf.String(), "\n") {
+			// FRONTEND ADDRESS SERVICE... RULES SOURCES
+			if f := strings.Fields(line); len(f) >= 5 && (f[0] == "aweb" || f[0] == "aaks") {
+				got[f[0]] = strings.Join(f[2:len(f)-2], " ") + " | " + f[len(f)-1]
+			}
+		}
+		return got
+	}
+	want := map[string]string{"aweb": "demo/web | Internet", "aaks": "demo/aks (not azlb's) | -"}
+	if got := rows(); !maps.Equal(got, want) {
+		t.Errorf("with class %s: %v, want %v", class, got, want)
+	}
+	snap.Class = ""
+	want = map[string]string{"aweb": "demo/web (not azlb's) | -", "aaks": "demo/aks | Internet"}
+	if got := rows(); !maps.Equal(got, want) {
+		t.Errorf("without a class: %v, want %v", got, want)
 	}
 }

@@ -1,12 +1,14 @@
 package verify
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -20,8 +22,12 @@ const (
 // Check compares the snapshot with the documented behaviour. It is pure.
 func Check(s *Snapshot) *Report {
 	r := &Report{Services: len(s.Services), Nodes: len(s.Nodes), LoadBalancers: len(s.LoadBalancers), PublicIPs: len(s.PublicIPs)}
+	checkClassNames(s, r)
 	for _, svc := range s.Services {
-		if svc.DeletionTimestamp == nil || svc.Spec.LoadBalancerClass != nil {
+		// Another implementation's Service: its finalizer is its own to
+		// remove. A Service that is no longer a LoadBalancer has no class
+		// (the API server wipes it): whosever it was, the cleanup is due.
+		if svc.DeletionTimestamp == nil || othersLoadBalancer(s.Class, svc) {
 			continue
 		}
 		for _, f := range svc.Finalizers {
@@ -46,6 +52,21 @@ func Check(s *Snapshot) *Report {
 	}
 	r.sort()
 	return r
+}
+
+// checkClassNames warns, as the controller does, when azlb serves a class
+// under the load balancer name the default implementation on Azure uses
+// (install.md, AKS): that implementation's load balancers are then judged
+// as azlb's.
+func checkClassNames(s *Snapshot, r *Report) {
+	if s.Class.IsDefault() || s.Config.ServiceGatewayEnabled {
+		return
+	}
+	if name := s.Config.DefaultLoadBalancerName(); strings.EqualFold(name, config.DefaultClusterName) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("load balancer name %q with --load-balancer-class=%s: the default implementation on Azure "+
+			"(AKS's or the upstream cloud controller manager) uses that name too, and its load balancers are judged as azlb's; "+
+			"set clusterName (or loadBalancerName) so that azlb's are its own (docs/install.md#aks)", name, s.Class))
+	}
 }
 
 // checkSecurityGroupConfig notes, in the node-pool modes, which security

@@ -81,7 +81,7 @@ func webLB() *armnetwork.LoadBalancer {
 				Name: ptr.To("kubernetes"),
 				Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
 					entry("n1", "10.0.0.1", "None"), entry("n2", "10.0.0.2", "None"),
-				}},
+				}, DrainPeriodInSeconds: ptr.To[int32](30)},
 			}},
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbclass"
 )
 
 // What the documentation says about nodes and Services, read from the
@@ -29,10 +30,26 @@ const (
 	labelAgentPoolShort = "agentpool"
 )
 
-// wantsLoadBalancer: a Service of type LoadBalancer that no other
-// controller's loadBalancerClass claims, and that is not being deleted.
-func wantsLoadBalancer(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp == nil
+// wantsLoadBalancer: a LoadBalancer Service of azlb's (lbclass: of the
+// class it serves, or without one when it serves none) that is not being
+// deleted.
+func wantsLoadBalancer(c lbclass.Class, svc *v1.Service) bool {
+	return c.Owns(svc) && svc.DeletionTimestamp == nil
+}
+
+// othersLoadBalancer: a LoadBalancer Service of another implementation
+// (install.md, AKS; configuration.md, --load-balancer-class): azlb writes
+// nothing for it, and what it has is not azlb's to judge.
+func othersLoadBalancer(c lbclass.Class, svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && !c.Owns(svc)
+}
+
+// className describes a Service's class for a message.
+func className(svc *v1.Service) string {
+	if svc.Spec.LoadBalancerClass == nil {
+		return "no loadBalancerClass"
+	}
+	return "loadBalancerClass " + *svc.Spec.LoadBalancerClass
 }
 
 // families is spec.ipFamilies, IPv4 when unset (load-balancers.md, Dual-stack).
@@ -93,8 +110,9 @@ func internalIP(n *v1.Node, fam v1.IPFamily) string {
 
 // outOfService lists the taints that take the node out of rotation
 // (admin-state.md): out-of-service and shutdown with any value,
-// draining=spot-eviction with that value only; any effect.
-func outOfService(n *v1.Node) []string {
+// draining=spot-eviction with that value only; any effect; then those of
+// loadBalancerAdminStateTaints (configuredTaints).
+func outOfService(cfg *config.Config, n *v1.Node) []string {
 	var out []string
 	for _, t := range n.Spec.Taints {
 		switch {
@@ -103,6 +121,11 @@ func outOfService(n *v1.Node) []string {
 			if !slices.Contains(out, t.Key) {
 				out = append(out, t.Key)
 			}
+		}
+	}
+	for _, k := range configuredTaints(cfg, n) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
 	return out
@@ -115,7 +138,7 @@ func wantAdminState(cfg *config.Config, n *v1.Node) string {
 	if cfg.EnableLoadBalancerAdminState != nil && !*cfg.EnableLoadBalancerAdminState {
 		return "None"
 	}
-	if len(outOfService(n)) > 0 {
+	if len(outOfService(cfg, n)) > 0 {
 		return "Down"
 	}
 	return "None"

@@ -23,7 +23,9 @@
 //     service tags, deny-all, disable-nsg-rule) are read here, from
 //     docs/security-groups.md, not by the package that writes the rules;
 //   - internal/names for the documented names and ARM ids (the naming
-//     table of docs/load-balancers.md, tested in that package).
+//     table of docs/load-balancers.md, tested in that package);
+//   - internal/lbclass, the one predicate of whose a Service is
+//     (--load-balancer-class): which Services are judged, not how.
 //
 // Contract:
 //
@@ -45,7 +47,13 @@
 //     managed (docs/load-balancers.md: Standard ones with the cluster pool or
 //     the cluster tag, and the configured names), public IPs without both of
 //     azlb's tags, gateway services not named by a UID, security rules not
-//     named k8s-azure-lb* with a priority in 500-4096.
+//     named k8s-azure-lb* with a priority in 500-4096, and LoadBalancer
+//     Services of another implementation (Snapshot.Class does not own
+//     them): what carries their names on azlb's load balancers is skipped.
+//     With a class, the default implementation may write the same security
+//     rules into the same NSG, so a destination that is no address of a
+//     frontend on azlb's load balancers nor of a node is not judged, nor is
+//     a rule that holds only such destinations.
 //   - Security rules (docs/security-groups.md) are compared as (protocol,
 //     source, destination, port) tuples per Service and family; their
 //     priorities are not judged, except that a deny-all must come after the

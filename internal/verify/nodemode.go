@@ -176,7 +176,11 @@ func (m *nodeMode) serviceFrontends(base string) map[string][]*armnetwork.Fronte
 
 func (m *nodeMode) checkService(svc *v1.Service) {
 	obj := serviceObject(svc)
-	if !wantsLoadBalancer(svc) {
+	if othersLoadBalancer(m.s.Class, svc) {
+		m.leaveAlone(svc)
+		return
+	}
+	if !wantsLoadBalancer(m.s.Class, svc) {
 		return
 	}
 	base := lower(names.FrontendBase(svc))
@@ -262,6 +266,22 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 			}
 			pools[lower(names.LocalServicePool(svc.Namespace, svc.Name, fam))] = localPool{svc: svc, fam: fam}
 		}
+	}
+}
+
+// leaveAlone records a LoadBalancer Service of another implementation: it
+// is not judged, and what carries its name on azlb's load balancers (left
+// there when it stopped being azlb's while no controller ran: install.md,
+// AKS) is listed as skipped, not as a leftover azlb would remove. Its
+// frontends' addresses and node ports in the NSG are its own.
+func (m *nodeMode) leaveAlone(svc *v1.Service) {
+	base := lower(names.FrontendBase(svc))
+	m.bases[base] = svc.Namespace + "/" + svc.Name
+	m.noteFrontendPIPs(svc, base)
+	m.nsgClaim(svc, base)
+	if found := m.serviceFrontends(base); len(found) > 0 {
+		m.r.skip(serviceObject(svc), "a LoadBalancer Service of another implementation (%s), yet load balancer %s of azlb's holds its frontends: left alone",
+			className(svc), strings.Join(sortedKeys(found), ", "))
 	}
 }
 

@@ -219,6 +219,11 @@ type nsgCheck struct {
 	nodeIPs  map[string]bool
 	// wantAll: every tuple some judged Service calls for.
 	wantAll map[tuple]bool
+	// shared: azlb serves a load-balancer class, so the default
+	// implementation may write the same rules into this NSG (on AKS, AKS's
+	// controller does: install.md, AKS). A destination that is no address
+	// of azlb's (ours) may be one of its Services': not judged.
+	shared bool
 }
 
 func newNSGCheck(s *Snapshot) *nsgCheck {
@@ -226,7 +231,7 @@ func newNSGCheck(s *Snapshot) *nsgCheck {
 		return nil
 	}
 	c := &nsgCheck{sg: s.SecurityGroup, obj: "security group " + ptr.Deref(s.SecurityGroup.Name, s.Config.SecurityGroupName),
-		feOwners: map[string][]*nsgService{}, npOwners: map[string][]*nsgService{}, nodeIPs: map[string]bool{}}
+		feOwners: map[string][]*nsgService{}, npOwners: map[string][]*nsgService{}, nodeIPs: map[string]bool{}, shared: !s.Class.IsDefault()}
 	for _, n := range s.Nodes {
 		for _, a := range n.Status.Addresses {
 			if a.Type == v1.NodeInternalIP {
@@ -401,6 +406,20 @@ func (m *nodeMode) poolNodeIPs(svc *v1.Service, lb *armnetwork.LoadBalancer, fam
 	return out
 }
 
+// ours: the destination (key) is an address of azlb's, a frontend's on its
+// load balancers or a node's; without a class, every destination is
+// judged as azlb's.
+func (c *nsgCheck) ours(dk string) bool {
+	return !c.shared || len(c.feOwners[dk]) > 0 || c.nodeIPs[dk]
+}
+
+// judges: the rule is judged. With a class (shared), a rule that holds no
+// address of azlb's is the other implementation's business, layout
+// included.
+func (c *nsgCheck) judges(rule nsgRule) bool {
+	return !c.shared || slices.ContainsFunc(rule.dsts, func(d string) bool { return c.ours(destKey(d)) })
+}
+
 // check compares the NSG with the expectations.
 func (c *nsgCheck) check(r *Report) {
 	var rules []nsgRule
@@ -416,6 +435,7 @@ func (c *nsgCheck) check(r *Report) {
 	}
 	slices.SortFunc(rules, func(a, b nsgRule) int { return strings.Compare(a.name, b.name) })
 	r.SecurityRules = len(rules)
+	rules = slices.DeleteFunc(rules, func(rule nsgRule) bool { return !c.judges(rule) })
 
 	// What the allow rules grant: tuple key -> rules.
 	granted := map[tuple][]string{}
@@ -540,6 +560,9 @@ func (c *nsgCheck) checkGranted(r *Report, rules []nsgRule) {
 						}
 					}
 					if len(owners) == 0 {
+						if !c.ours(dk) {
+							continue // with a class: perhaps another implementation's Service's
+						}
 						if lk := [2]string{rule.name, dk}; !gone[lk] {
 							gone[lk] = true
 							r.add(c.obj, docRules, "rule %s holds destination %s, which is the address of no LoadBalancer Service's frontend nor of a node: it should have left the rule",
@@ -621,7 +644,7 @@ func (c *nsgCheck) checkDeny(r *Report, rules []nsgRule, deny map[v1.IPFamily]ns
 		for _, d := range rule.dsts {
 			dk := destKey(d)
 			held[fam][dk] = true
-			if len(c.feOwners[dk]) == 0 && !c.nodeIPs[dk] {
+			if len(c.feOwners[dk]) == 0 && !c.nodeIPs[dk] && !c.shared { // with a class: perhaps another implementation's
 				r.add(c.obj, docRules, "rule %s holds destination %s, which is the address of no LoadBalancer Service's frontend nor of a node: it should have left the rule",
 					rule.name, d)
 			}
@@ -631,7 +654,7 @@ func (c *nsgCheck) checkDeny(r *Report, rules []nsgRule, deny map[v1.IPFamily]ns
 				continue
 			}
 			for _, d := range a.dsts {
-				if held[fam][destKey(d)] {
+				if held[fam][destKey(d)] && c.ours(destKey(d)) {
 					r.add(c.obj, docRules, "deny rule %s (priority %d) comes before allow rule %s (priority %d) for destination %s: the allow has no effect",
 						rule.name, rule.priority, a.name, a.priority, d)
 				}

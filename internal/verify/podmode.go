@@ -114,7 +114,7 @@ func checkPodMode(s *Snapshot, r *Report) {
 		}
 	}
 	for _, svc := range s.Services {
-		if !wantsLoadBalancer(svc) {
+		if !wantsLoadBalancer(s.Class, svc) {
 			continue
 		}
 		uid := names.ServiceUID(svc.UID)

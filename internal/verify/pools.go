@@ -98,6 +98,7 @@ func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 		pn := ptr.Deref(p.Name, "")
 		switch {
 		case m.isClusterPool(pn) && used[lower(pn)]:
+			m.checkDrainPeriod(name, p)
 			fam := clusterPoolFamily(m.cluster, pn)
 			if m.nic {
 				m.checkNICPool(name, p, fam)
@@ -113,6 +114,7 @@ func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 		case m.isClusterPool(pn):
 			m.checkIdleAdminState(name, p)
 		case local[lower(pn)].svc != nil:
+			m.checkDrainPeriod(name, p)
 			lp := local[lower(pn)]
 			m.checkEntries(name, p, lp.fam, m.eligibleWithIP(lp.fam, endpointNodes(lp.svc, m.s.Slices)), true)
 		}
@@ -192,7 +194,7 @@ func (m *nodeMode) checkEntries(lbName string, p *armnetwork.BackendAddressPool,
 			m.r.add(obj, doc, "entry %s names no node (a deleted node's?): it should have left the pool", ename)
 			continue
 		}
-		if !want[ename] {
+		if !want[ename] && !mayLinger(m.cfg, n) {
 			_, why := poolEligible(m.cfg, n)
 			if why == "" {
 				why = "not one of the nodes this pool holds"
@@ -239,7 +241,7 @@ func (m *nodeMode) checkAdminState(obj, entry string, got *armnetwork.LoadBalanc
 	want := wantAdminState(m.cfg, n)
 	if !strings.EqualFold(g, want) {
 		why := "no out-of-service taint"
-		if taints := outOfService(n); len(taints) > 0 {
+		if taints := outOfService(m.cfg, n); len(taints) > 0 {
 			why = "taints " + strings.Join(taints, ", ")
 		}
 		m.r.add(obj, "admin-state.md#what-takes-a-node-out-of-rotation", "entry %s (node %s) has adminState %s, want %s (%s)", entry, n.Name, g, want, why)
@@ -279,7 +281,7 @@ func (m *nodeMode) checkNICPool(lbName string, p *armnetwork.BackendAddressPool,
 		}
 		members[node] = true
 		n := m.nodes[node]
-		if ok, _ := poolEligible(m.cfg, n); !ok {
+		if ok, _ := poolEligible(m.cfg, n); !ok && !mayLinger(m.cfg, n) {
 			excludedMembers = append(excludedMembers, node)
 		}
 		m.checkAdminState(obj, ptr.Deref(e.Name, id), ep.AdminState, n)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -22,6 +23,10 @@ import (
 // one time. Tests build one by hand; Collect reads a live one.
 type Snapshot struct {
 	Config *config.Config
+	// Class is the load-balancer class azlb serves (--load-balancer-class):
+	// only the Services it owns (lbclass.Class.Owns) are judged. The zero
+	// Class is the default implementation (the Services without one).
+	Class lbclass.Class
 
 	Services []*v1.Service
 	Nodes    []*v1.Node

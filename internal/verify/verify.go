@@ -3,11 +3,13 @@ package verify
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
+	"github.com/azlb/azlb/internal/lbclass"
 )
 
 // UserAgent starts the User-Agent of verify's ARM requests, so that request
@@ -31,13 +33,25 @@ func NewReadOnlyClients(ctx context.Context, cfg *config.Config) (*azure.Clients
 	return clients, nil
 }
 
-// Run reads the cluster and Azure once and checks them.
+// Run reads the cluster and Azure once and checks them, for azlb as the
+// default implementation (no load-balancer class).
 func Run(ctx context.Context, cfg *config.Config, clients *azure.Clients, kube kubernetes.Interface) (*Report, error) {
+	return RunClass(ctx, cfg, clients, kube, "")
+}
+
+// RunClass is Run for azlb serving class (--load-balancer-class, the zero
+// Class: none): only the Services of that class are judged. A class with
+// pod-based load balancing is an error, as it is for the controller.
+func RunClass(ctx context.Context, cfg *config.Config, clients *azure.Clients, kube kubernetes.Interface, class lbclass.Class) (*Report, error) {
+	if !class.IsDefault() && cfg.ServiceGatewayEnabled {
+		return nil, fmt.Errorf("--load-balancer-class=%s: not supported with pod-based load balancing (serviceGatewayEnabled)", class)
+	}
 	s, err := Collect(ctx, cfg, clients, kube)
 	if err != nil {
 		return nil, err
 	}
+	s.Class = class
 	rep := Check(s)
-	rep.Warnings = cfg.UnknownFieldWarnings()
+	rep.Warnings = append(rep.Warnings, cfg.UnknownFieldWarnings()...)
 	return rep, nil
 }
