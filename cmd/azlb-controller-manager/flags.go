@@ -17,6 +17,9 @@ type azlbFlags struct {
 
 	// class is loadBalancerClass, checked.
 	class lbclass.Class
+	// clusterNameGiven: the framework's --cluster-name was set on the
+	// command line (it then names the cluster when azure.json does not).
+	clusterNameGiven bool
 }
 
 // flagSets registers the flags (shown under "Azlb flags" in --help).

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -58,9 +59,18 @@ func main() {
 	cmd.Use = "azlb-controller-manager"
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
 		printVersion(cmd, args)
+		flags.clusterNameGiven = clusterNameGiven(cmd)
 		return flags.complete()
 	}
 	os.Exit(cli.Run(cmd))
+}
+
+// clusterNameGiven reports whether the framework's --cluster-name was set
+// on the command line (its default, "kubernetes", does not count: it must
+// not override azure.json's clusterName).
+func clusterNameGiven(cmd *cobra.Command) bool {
+	f := cmd.Flags().Lookup("cluster-name")
+	return f != nil && f.Changed
 }
 
 // printVersion answers --version with azlb's name and build (the
@@ -81,14 +91,9 @@ func cloudInitializer(flags *azlbFlags) app.InitCloudFunc {
 }
 
 func initCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) cloudprovider.Interface {
-	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
-	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
+	az, err := loadCloud(c, flags)
 	if err != nil {
 		klog.Fatalf("Cloud provider could not be initialized: %v", err)
-	}
-	az, err := azureCloud(cloud)
-	if err != nil {
-		klog.Fatalf("Cloud provider %q is not known (only %q is): %v", cc.Name, provider.ProviderName, err)
 	}
 	if le := c.ComponentConfig.Generic.LeaderElection; le.LeaderElect {
 		// Only the replica holding a fresh lease writes to Azure.
@@ -120,5 +125,25 @@ func initCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) cloud
 		// attaches when it starts.
 		az.UseLoadBalancer(servicegateway.NewBalancer())
 	}
-	return cloud
+	return az
+}
+
+// loadCloud builds azlb's cloud from --cloud-config, with the framework's
+// --cluster-name naming the cluster when azure.json has no clusterName
+// (both set and different: an error).
+func loadCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) (*provider.Cloud, error) {
+	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
+	if cc.Name != provider.ProviderName {
+		return nil, fmt.Errorf("cloud provider %q is not known (only %q is)", cc.Name, provider.ProviderName)
+	}
+	if cc.CloudConfigFile == "" {
+		return nil, fmt.Errorf("cloud provider %s: --cloud-config (azure.json) is required", provider.ProviderName)
+	}
+	f, err := os.Open(cc.CloudConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("cloud provider %s: %w", provider.ProviderName, err)
+	}
+	defer func() { _ = f.Close() }()
+	return provider.LoadCloud(context.Background(), f, provider.ClusterNameFlag{
+		Name: c.ComponentConfig.KubeCloudShared.ClusterName, Given: flags.clusterNameGiven})
 }

@@ -179,7 +179,7 @@ func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 || o.ResourceVersion != "" && o.ResourceVersion == n.ResourceVersion {
 		return // a resync: nothing changed
 	}
-	if o.UID != n.UID || !slices.Equal(backendpool.OutOfServiceReasons(o), backendpool.OutOfServiceReasons(n)) ||
+	if o.UID != n.UID || !slices.Equal(c.mgr.OutOfServiceReasons(o), c.mgr.OutOfServiceReasons(n)) ||
 		ipsKey(nodeIPs(o)) != ipsKey(nodeIPs(n)) || o.Spec.ProviderID != n.Spec.ProviderID {
 		c.queue.Add(n.Name)
 	}
@@ -311,7 +311,7 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 		}
 		c.adopt(node)
 		targets = append(targets, Target{Node: node.Name, UID: node.UID, IPs: nodeIPs(node), Members: members,
-			State: backendpool.DesiredState(node), Pooled: c.mgr.Pooled(node)})
+			State: c.mgr.DesiredState(node), Pooled: c.mgr.Pooled(node)})
 		nodes = append(nodes, node)
 	}
 	if len(targets) == 0 {
@@ -332,7 +332,7 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 			continue
 		}
 		c.queue.Forget(node.Name)
-		reasons := backendpool.OutOfServiceReasons(node)
+		reasons := c.mgr.OutOfServiceReasons(node)
 		if !c.record(node, t.State, reasons) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbstore"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,6 +61,10 @@ func TestControllerTaintTransitions(t *testing.T) {
 		{"all three", []v1.Taint{taintOOS, taintShutdown, taintSpot}, true},
 		{"draining with another value", []v1.Taint{taintOther}, false},
 		{"cordon", []v1.Taint{taintCordon}, false},
+		{"cluster autoscaler deletion", []v1.Taint{taintAutoscaler}, true},
+		{"Karpenter disruption", []v1.Taint{taintKarpenter}, true},
+		{"Karpenter's key, another effect", []v1.Taint{{Key: backendpool.TaintKarpenterDisrupted, Effect: v1.TaintEffectPreferNoSchedule}}, false},
+		{"the autoscaler's deletion candidate", []v1.Taint{{Key: "DeletionCandidateOfClusterAutoscaler", Value: "1", Effect: v1.TaintEffectPreferNoSchedule}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -469,4 +474,30 @@ func TestControllerMassEventWaitsForTheBurstWindow(t *testing.T) {
 	if e.c.queue.Len() != 0 || e.c.burstDelay() != 0 {
 		t.Fatalf("queue %d, wait %v after the wave; want 0 and 0", e.c.queue.Len(), e.c.burstDelay())
 	}
+}
+
+// loadBalancerAdminStateTaints replaces the default list: an operator's own
+// taint takes the node Down, the autoscaler's no longer does (the built-in
+// ones always do); a listed taint whose effect changes so that it no longer
+// matches restores None.
+func TestControllerConfiguredTaints(t *testing.T) {
+	f := newFakeARM(t)
+	clusterLayout(f)
+	policy := testPolicy
+	policy.Taints = []config.TaintSelector{{Key: "example.com/retire", Effect: "NoExecute"}}
+	e := newPolicyCtrlEnv(t, f, nil, policy, clusterNodes()...)
+	e.run()
+	e.setTaints("n1", taintAutoscaler)
+	barrier(t, e, f)
+	if !n1Is(f, none) {
+		t.Fatal("n1 Down for the autoscaler's taint, which the configuration left out")
+	}
+	e.setTaints("n1", taintAutoscaler, v1.Taint{Key: "example.com/retire", Value: "soon", Effect: v1.TaintEffectNoExecute})
+	poll(t, waitFor, "n1 Down on every pool", func() bool { return n1Is(f, down) })
+	poll(t, waitFor, "Down event", func() bool { return len(e.events.Find("n1", EventReasonAdminStateDown)) == 1 })
+	if msg := e.events.Find("n1", EventReasonAdminStateDown)[0].Message; !strings.Contains(msg, "taints: example.com/retire)") {
+		t.Errorf("Down event message %q", msg)
+	}
+	e.setTaints("n1", taintAutoscaler, v1.Taint{Key: "example.com/retire", Value: "soon", Effect: v1.TaintEffectNoSchedule})
+	poll(t, waitFor, "n1 None on every pool", func() bool { return n1Is(f, none) })
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,9 +41,15 @@ type ctrlEnv struct {
 // informers (not the workers). clk nil: the real clock.
 func newCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, objs ...runtime.Object) *ctrlEnv {
 	t.Helper()
+	return newPolicyCtrlEnv(t, f, clk, testPolicy, objs...)
+}
+
+// newPolicyCtrlEnv is newCtrlEnv with the Manager's pool-entry policy.
+func newPolicyCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, policy backendpool.Policy, objs ...runtime.Object) *ctrlEnv {
+	t.Helper()
 	kube := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	mgr := newTestManager(t, f)
+	mgr := newPolicyManager(t, f, policy)
 	ev := &eventLog{}
 	c, err := NewController(factory.Core().V1().Nodes(), mgr, ev, clk)
 	if err != nil {

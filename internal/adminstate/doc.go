@@ -4,11 +4,14 @@
 //
 // Contract:
 //
-//   - Triggers are durable taints only (see the Taint* constants):
+//   - Triggers are durable taints only, as the pool-entry policy
+//     (backendpool.Policy.OutOfServiceReasons) lists them: the built-in
 //     node.kubernetes.io/out-of-service, node.cloudprovider.kubernetes.io/shutdown
-//     and cloudprovider.azure.microsoft.com/draining=spot-eviction. Cordoning
-//     is ignored.
-//   - DesiredState is pure and is shared with the Service reconcile path, so a
+//     and cloudprovider.azure.microsoft.com/draining=spot-eviction, and those
+//     of loadBalancerAdminStateTaints (by default the cluster autoscaler's
+//     ToBeDeletedByClusterAutoscaler and Karpenter's
+//     karpenter.sh/disrupted:NoSchedule). Cordoning is ignored.
+//   - The policy is pure and is shared with the Service reconcile path, so a
 //     pool rewritten by EnsureLoadBalancer keeps a tainted node Down.
 //   - Manager applies admin states through the lbstore.Store, the only
 //     writer of pools (it imports no other controller). One apply resolves

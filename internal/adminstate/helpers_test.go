@@ -132,8 +132,16 @@ func uniqueSource(t testing.TB) string {
 
 func newTestManager(t testing.TB, f *fakeARM) *Manager {
 	t.Helper()
-	m, err := NewManager(f.store, ManagerOptions{SubscriptionID: "sub", Source: uniqueSource(t),
-		Policy: backendpool.Policy{VNetID: "vnet", ExcludeControlPlane: true, AdminState: true}})
+	return newPolicyManager(t, f, testPolicy)
+}
+
+// testPolicy is the tests' pool-entry policy: the default admin-state
+// taints.
+var testPolicy = backendpool.Policy{VNetID: "vnet", ExcludeControlPlane: true, AdminState: true}
+
+func newPolicyManager(t testing.TB, f *fakeARM, policy backendpool.Policy) *Manager {
+	t.Helper()
+	m, err := NewManager(f.store, ManagerOptions{SubscriptionID: "sub", Source: uniqueSource(t), Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +159,10 @@ var (
 	taintSpot     = v1.Taint{Key: backendpool.TaintDraining, Value: backendpool.TaintDrainingSpotEviction, Effect: v1.TaintEffectNoSchedule}
 	taintOther    = v1.Taint{Key: backendpool.TaintDraining, Value: "maintenance", Effect: v1.TaintEffectNoSchedule}
 	taintCordon   = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
+	// The default loadBalancerAdminStateTaints: the cluster autoscaler's
+	// (its value is a Unix time) and Karpenter's.
+	taintAutoscaler = v1.Taint{Key: backendpool.TaintToBeDeletedByClusterAutoscaler, Value: "1767225600", Effect: v1.TaintEffectNoSchedule}
+	taintKarpenter  = v1.Taint{Key: backendpool.TaintKarpenterDisrupted, Effect: v1.TaintEffectNoSchedule}
 )
 
 // poll waits until cond holds, failing the test after timeout.

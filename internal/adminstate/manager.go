@@ -139,6 +139,15 @@ func (m *Manager) Pooled(n *v1.Node) bool {
 	return m.policy.Pooled(n, v1.IPv4Protocol) || m.policy.Pooled(n, v1.IPv6Protocol)
 }
 
+// OutOfServiceReasons lists the node's taints that take it out of rotation
+// under the pool-entry policy (backendpool.Policy.OutOfServiceReasons: the
+// built-in taints and loadBalancerAdminStateTaints).
+func (m *Manager) OutOfServiceReasons(n *v1.Node) []string { return m.policy.OutOfServiceReasons(n) }
+
+// DesiredState is the admin state the node's taints call for under the
+// pool-entry policy: Down with any of OutOfServiceReasons, None otherwise.
+func (m *Manager) DesiredState(n *v1.Node) State { return m.policy.DesiredState(n) }
+
 // MemberKeys returns the owners of the node's NIC-based pool members (none
 // without a NodeMembers).
 func (m *Manager) MemberKeys(ctx context.Context, n *v1.Node) ([]string, error) {

@@ -31,7 +31,7 @@ func TestDocsListEverySupportedKey(t *testing.T) {
 // nothing else (issue 27: each becomes an UnsupportedAnnotation event).
 func TestUnsupportedKeys(t *testing.T) {
 	svc := newService(map[string]string{
-		Prefix + "azure-pip-tags":                       "a=b",
+		Prefix + "azure-shared-securityrule":            "true",
 		Prefix + "port_80_no_health_probe":              "true",
 		Prefix + "port_80":                              "x",
 		Prefix + "azure-load-balancer-tcp-idle-timeout": "10",
@@ -46,7 +46,7 @@ func TestUnsupportedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{Prefix + "azure-pip-tags", Prefix + "port_80", Prefix + "port_80_no_health_probe"}
+	want := []string{Prefix + "azure-shared-securityrule", Prefix + "port_80", Prefix + "port_80_no_health_probe"}
 	if strings.Join(spec.Unsupported, " ") != strings.Join(want, " ") {
 		t.Errorf("Unsupported = %v, want %v", spec.Unsupported, want)
 	}

@@ -25,6 +25,15 @@ const (
 	KeyProbeNumOfProbe            = Prefix + "azure-load-balancer-health-probe-num-of-probe"
 )
 
+// Public IP keys (publicip.go).
+const (
+	KeyPIPResourceGroup = Prefix + "azure-load-balancer-resource-group"
+	KeyPIPPrefixID      = Prefix + "azure-pip-prefix-id"
+	KeyPIPPrefixIDIPv6  = Prefix + "azure-pip-prefix-id-ipv6"
+	KeyPIPTags          = Prefix + "azure-pip-tags"
+	KeyPIPIPTags        = Prefix + "azure-pip-ip-tags"
+)
+
 // Access-control keys: recognised here, parsed and validated by
 // internal/accesscontrol (an invalid value there fails closed instead of
 // failing the reconcile).

@@ -69,6 +69,7 @@ func TestParseValid(t *testing.T) {
 		IPv6:                       netip.MustParseAddr("fd00::7"),
 		LoadBalancerConfigurations: []string{"lb-1", "LB-2"},
 		DNSLabelName:               "my-app-1",
+		PIPResourceGroup:           "rg",
 		TCPIdleTimeoutMinutes:      i32(100),
 		EnableFloatingIP:           false,
 		EnableTCPReset:             true,
@@ -79,7 +80,6 @@ func TestParseValid(t *testing.T) {
 			80:  {NoProbeRule: true, Probe: ProbeOverrides{Port: &ProbePortRef{Number: 10256}}},
 		},
 		Unsupported: []string{
-			Prefix + "azure-load-balancer-resource-group",
 			Prefix + "port_80",
 			Prefix + "port_80_health-probe_probe-threshold",
 		},

@@ -39,6 +39,20 @@ type ServiceSpec struct {
 	LoadBalancerConfigurations []string
 	// DNSLabelName: azure-dns-label-name; "" when unset.
 	DNSLabelName string
+	// PIPResourceGroup: azure-load-balancer-resource-group, the resource
+	// group of the Service's public IPs; "" means the cluster's.
+	PIPResourceGroup string
+	// PIPPrefixID, PIPPrefixIDIPv6: azure-pip-prefix-id(-ipv6), the public
+	// IP prefix a created public IP of the family takes its address from;
+	// "" when unset.
+	PIPPrefixID     string
+	PIPPrefixIDIPv6 string
+	// PIPTags: azure-pip-tags, tags put on the public IPs azlb owns for the
+	// Service; nil when unset.
+	PIPTags map[string]string
+	// PIPIPTags: azure-pip-ip-tags, the IP tags of a public IP azlb
+	// creates, in annotation order; nil when unset.
+	PIPIPTags []IPTag
 	// TCPIdleTimeoutMinutes: azure-load-balancer-tcp-idle-timeout; nil
 	// leaves Azure's default (4 minutes).
 	TCPIdleTimeoutMinutes *int32

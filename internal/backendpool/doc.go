@@ -8,8 +8,9 @@
 //
 //   - Policy is built once from azure.json (PolicyFromConfig): the virtual
 //     network entries reference, whether control-plane nodes are left out
-//     (excludeMasterFromStandardLB), and whether entries carry the admin
-//     state the node's taints call for (enableLoadBalancerAdminState).
+//     (excludeMasterFromStandardLB), whether entries carry the admin
+//     state the node's taints call for (enableLoadBalancerAdminState), which
+//     taints those are, and the pools' drain period.
 //   - An entry is named after its node, holds the node's first InternalIP of
 //     the pool's IP family, references the virtual network, and carries
 //     Policy.State(node). Entries are matched by IP address (CanonicalIP).
@@ -18,9 +19,16 @@
 //     here except for their admin state (SetNICStates); they are matched to
 //     nodes by the owner of their ip configuration (EntryKey: a scale set
 //     VM's id or a NIC's id). Sync keeps them as they are.
-//   - The taints that take a node out of rotation (DesiredState: Down) are
-//     node.kubernetes.io/out-of-service, node.cloudprovider.kubernetes.io/shutdown
-//     and cloudprovider.azure.microsoft.com/draining=spot-eviction.
+//   - The taints that take a node out of rotation (Policy.DesiredState:
+//     Down) are the built-in node.kubernetes.io/out-of-service,
+//     node.cloudprovider.kubernetes.io/shutdown and
+//     cloudprovider.azure.microsoft.com/draining=spot-eviction, and those of
+//     loadBalancerAdminStateTaints (Policy.Taints; by default the cluster
+//     autoscaler's ToBeDeletedByClusterAutoscaler and Karpenter's
+//     karpenter.sh/disrupted:NoSchedule). Cordoning never is one.
+//   - The pools azlb owns (cluster pools, Local Service pools) carry the
+//     drain period of loadBalancerBackendPoolDrainPeriodInSeconds
+//     (Policy.SetDrainPeriod, which Sync applies).
 //   - A Local Service's pool holds the nodes running its ready endpoints
 //     (EndpointNodes, ReadyEndpointNodes).
 //

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -20,8 +21,10 @@ const (
 	LabelControlPlane     = "node-role.kubernetes.io/control-plane"
 	LabelLegacyMasterRole = "node-role.kubernetes.io/master"
 	// TaintToBeDeletedByClusterAutoscaler marks a node the cluster
-	// autoscaler is removing; the service controller drops such nodes too.
-	TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+	// autoscaler is removing; the service controller drops such nodes too
+	// (at its next sync: the taint itself triggers none). It is also one of
+	// the default admin-state taints (Policy.Taints).
+	TaintToBeDeletedByClusterAutoscaler = config.TaintClusterAutoscalerToBeDeleted
 )
 
 // eligible reports whether a node may be in a backend pool: not being
@@ -101,6 +104,8 @@ func members(nodes []*v1.Node, family v1.IPFamily, state func(*v1.Node) armnetwo
 type Diff struct {
 	Changed                          bool
 	Added, Removed, Updated, Members int
+	// DrainPeriod: the pool's drainPeriodInSeconds was set or changed.
+	DrainPeriod bool
 }
 
 // sync makes the pool hold exactly the members, each with its admin state

@@ -63,6 +63,7 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = DefaultClusterName
+		c.clusterNameDefaulted = true
 	}
 	c.LoadBalancerSKU = canonical(c.LoadBalancerSKU, knownSKUs)
 	if c.LoadBalancerSKU == "" {

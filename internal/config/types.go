@@ -135,9 +135,19 @@ type Config struct {
 	SecurityGroupResourceGroup string `json:"securityGroupResourceGroup,omitempty"`
 
 	// ClusterName names the default load balancer and the cluster backend
-	// pool, and is the value of the cluster tag on owned public IPs. The
-	// controller manager's --cluster-name flag is not used.
+	// pool, and is the value of the cluster tag on owned public IPs. When
+	// azure.json has none, the controller manager's --cluster-name names
+	// the cluster (UseClusterNameFlag).
 	ClusterName string `json:"clusterName,omitempty"`
+
+	// Tags ("k1=v1,k2=v2") and TagsMap (merged over Tags) are put on every
+	// load balancer, public IP and network security group azlb creates or
+	// manages; SystemTags ("k1,k2") lists tag keys azlb never removes.
+	// When SystemTags is set, azlb removes the other tags that are in
+	// neither list (tags.go).
+	Tags       string            `json:"tags,omitempty"`
+	TagsMap    map[string]string `json:"tagsMap,omitempty"`
+	SystemTags string            `json:"systemTags,omitempty"`
 
 	// UserAgent, when set, starts the User-Agent of every ARM request
 	// (before the SDK's own), so the requests of one replica can be told
@@ -190,11 +200,30 @@ type Config struct {
 	// EnableLoadBalancerAdminState toggles the admin-state controller
 	// (taint-driven AdminState=Down). nil means enabled.
 	EnableLoadBalancerAdminState *bool `json:"enableLoadBalancerAdminState,omitempty"`
+	// LoadBalancerAdminStateTaints lists the taints, beyond the built-in
+	// ones, that take a node's backend entries Down, as "key", "key=value",
+	// "key:Effect" or "key=value:Effect". nil means the default (the
+	// cluster autoscaler's and Karpenter's deletion taints); an empty list
+	// adds none. Read it through AdminStateTaints (admintaints.go).
+	LoadBalancerAdminStateTaints *[]string `json:"loadBalancerAdminStateTaints,omitempty"`
+	// LoadBalancerBackendPoolDrainPeriodInSeconds is the drainPeriodInSeconds
+	// of the backend pools azlb owns: nil means 30, 0 leaves it unset. Read it
+	// through BackendPoolDrainPeriodInSeconds (admintaints.go).
+	LoadBalancerBackendPoolDrainPeriodInSeconds *int `json:"loadBalancerBackendPoolDrainPeriodInSeconds,omitempty"`
 
 	// ServiceGatewayEnabled turns on pod-based backend pools through the
 	// ServiceGateway API. Required for podIP pools; incompatible with
 	// multiple Standard load balancers.
 	ServiceGatewayEnabled bool `json:"serviceGatewayEnabled,omitempty"`
+	// ServiceGatewayUpdateServicesBatchSize is the most services one
+	// updateServices call of the service gateway carries: 0 means
+	// DefaultServiceGatewayUpdateServicesBatchSize, 1 one per call. Read it
+	// through UpdateServicesBatchSize.
+	ServiceGatewayUpdateServicesBatchSize int `json:"serviceGatewayUpdateServicesBatchSize,omitempty"`
+
+	// clusterNameDefaulted: SetDefaults filled ClusterName (azure.json had
+	// none), so --cluster-name may name the cluster.
+	clusterNameDefaulted bool
 
 	// unknownFields holds the keys Load ignored; see UnknownFields.
 	unknownFields []string

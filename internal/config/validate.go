@@ -100,6 +100,9 @@ func (c *Config) Validate() error {
 	if err := checkUserAgent(d.UserAgent); err != "" {
 		v.add("userAgent", err)
 	}
+	v.tags(&d)
+	v.adminStateTaints(d.LoadBalancerAdminStateTaints)
+	v.drainPeriod(d.LoadBalancerBackendPoolDrainPeriodInSeconds)
 	v.backoff(d.BackoffConfig)
 	// Rate limits are checked as written, before inheritance copies a bad
 	// value into other fields and reports it again there.
@@ -152,6 +155,25 @@ func (v *validator) serviceGateway(d *Config) {
 	if d.ServiceGatewayEnabled {
 		v.required("vnetName", d.VnetName, "required with serviceGatewayEnabled: the backend pools of pod-based load balancers refer to the cluster's virtual network")
 	}
+	if d.ServiceGatewayUpdateServicesBatchSize < 0 {
+		v.add("serviceGatewayUpdateServicesBatchSize", fmt.Sprintf("must not be negative (0 means %d); got %d",
+			DefaultServiceGatewayUpdateServicesBatchSize, d.ServiceGatewayUpdateServicesBatchSize))
+	}
+}
+
+// DefaultServiceGatewayUpdateServicesBatchSize is how many services one
+// updateServices call carries when azure.json does not say: the API
+// documents no maximum, and a refused call is split, so a small batch
+// bounds what one bad entry costs.
+const DefaultServiceGatewayUpdateServicesBatchSize = 20
+
+// UpdateServicesBatchSize is the most services one updateServices call
+// carries (serviceGatewayUpdateServicesBatchSize, or its default).
+func (c *Config) UpdateServicesBatchSize() int {
+	if c.ServiceGatewayUpdateServicesBatchSize > 0 {
+		return c.ServiceGatewayUpdateServicesBatchSize
+	}
+	return DefaultServiceGatewayUpdateServicesBatchSize
 }
 
 // PodIPMode reports whether Services get pod-based backend pools through

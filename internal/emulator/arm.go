@@ -47,6 +47,14 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 	case routeSubscription:
 		e.serveSubscription(c)
 		return
+	case routeProvider:
+		if !slices.Contains(resourcesAPIVersions, v) {
+			writeARMError(w, gatewayError(http.StatusBadRequest, "InvalidApiVersionParameter",
+				"The api-version '%s' is invalid. The supported versions are '%s'.", v, strings.Join(resourcesAPIVersions, ",")))
+			return
+		}
+		e.serveProvider(c)
+		return
 	case routeGroupList, routeGroup, routeGroupOpResult:
 		if !slices.Contains(resourcesAPIVersions, v) {
 			writeARMError(w, gatewayError(http.StatusBadRequest, "InvalidApiVersionParameter",

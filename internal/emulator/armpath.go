@@ -22,6 +22,7 @@ const (
 	routeChild                     // .../{type}/{name}/{childType}/{childName}
 	routeOperation                 // /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations/{id}
 	routeOperationResult           // .../locations/{loc}/operationResults/{id}
+	routeProvider                  // /subscriptions/{sub}/providers/{ns}
 )
 
 // route is a parsed ARM path. Names keep the case of the request.
@@ -90,6 +91,8 @@ func parseARMPath(p string) (route, *armError) {
 		}
 	case strings.EqualFold(rest[0], "operationresults") && len(rest) == 2:
 		rt.kind, rt.opID = routeGroupOpResult, rest[1]
+	case strings.EqualFold(rest[0], "providers") && len(rest) == 2:
+		rt.kind, rt.ns = routeProvider, rest[1]
 	case strings.EqualFold(rest[0], "providers") && len(rest) >= 3:
 		rt.ns = rest[1]
 		switch {

@@ -123,6 +123,9 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	if ae != nil {
 		return nil, ae
 	}
+	if ae := checkFrontendZones(loc, frontends, oldFrontends); ae != nil {
+		return nil, ae
+	}
 	ix := lbIndex{}
 	indexChildren(frontends, ix)
 

@@ -120,7 +120,18 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 		if s, _ := pp["ipPrefix"].(string); s != "" {
 			prefixBlock, _ = netip.ParsePrefix(s)
 		}
+		if pver := stringOf(pp["publicIPAddressVersion"]); pver != "" && pver != version {
+			return nil, nrpError(http.StatusBadRequest, "PublicIPAddressVersionDoesNotMatchPublicIPPrefixVersion",
+				"Public IP address %s of version %s cannot be allocated from public IP prefix %s of version %s.", id, version, pv.doc["id"], pver)
+		}
 		props["publicIPPrefix"] = ref(pv.doc["id"].(string))
+	}
+	var oldZones []string
+	if old != nil {
+		oldZones = zoneList(old.doc)
+	}
+	if ae := checkZones(id, "Microsoft.Network/publicIPAddresses", stringOf(doc["location"]), zoneList(doc), oldZones, old != nil); ae != nil {
+		return nil, ae
 	}
 	// Read-only and server-owned members.
 	delete(props, "ipAddress")
@@ -158,7 +169,13 @@ func normalizePublicIP(wc *writeCtx, in obj, name string, old *version) (obj, *a
 		var a netip.Addr
 		var ok bool
 		if prefixBlock.IsValid() {
-			a, ok = pool.allocIn(prefixBlock)
+			if a, ok = pool.allocIn(prefixBlock); !ok {
+				// The code of a public IP prefix without a free address
+				// (the VM scale set variant is
+				// PublicIpPrefixOutOfIpAddressesForVMScaleSet).
+				return nil, nrpError(http.StatusBadRequest, "PublicIpPrefixOutOfIpAddresses",
+					"Public IP prefix %s has no free IP address left for public IP address %s.", prefixID, id)
+			}
 		} else {
 			a, ok = pool.alloc()
 		}

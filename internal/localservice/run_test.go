@@ -2,6 +2,7 @@ package localservice
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestFromConfig(t *testing.T) {
 	}
 	cfg.SubscriptionID, cfg.ResourceGroup, cfg.VnetName = "sub", "rg", "vnet"
 	o := FromConfig(cfg, Options{Source: "kept"})
-	if o.Interval != 7*time.Second || EffectiveMaxRetries(o.MaxRetries) != 3 || o.Policy != backendpool.PolicyFromConfig(cfg) ||
+	if o.Interval != 7*time.Second || EffectiveMaxRetries(o.MaxRetries) != 3 || !reflect.DeepEqual(o.Policy, backendpool.PolicyFromConfig(cfg)) ||
 		o.Policy.ExcludeControlPlane || o.SubscriptionID != "sub" || o.Source != "kept" {
 		t.Fatalf("FromConfig = %+v", o)
 	}

@@ -45,7 +45,7 @@ func TestUpToDateAfterRetriesClosesTheRetryingStory(t *testing.T) {
 	if _, err := h.inspect.BackendPool.CreateOrUpdate(h.ctx, h.rg(), testLB, webPool, armnetwork.BackendAddressPool{
 		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
 			entry("n1", "10.240.0.4"), entry("n2", "10.240.0.5"),
-		}},
+		}, DrainPeriodInSeconds: to.Ptr(h.u.policy.DrainPeriodInSeconds)},
 	}, ""); err != nil {
 		t.Fatal(err)
 	}

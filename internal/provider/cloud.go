@@ -68,18 +68,35 @@ var (
 // clients.
 func Register() {
 	cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
-		if r == nil {
-			return nil, fmt.Errorf("cloud provider %s: --cloud-config (azure.json) is required", ProviderName)
-		}
-		cfg, err := config.Load(r)
-		if err != nil {
-			return nil, fmt.Errorf("cloud provider %s: %w", ProviderName, err)
-		}
-		for _, w := range cfg.UnknownFieldWarnings() {
-			klog.Warningf("azure.json: %s", w)
-		}
-		return NewCloud(context.Background(), cfg)
+		return LoadCloud(context.Background(), r, ClusterNameFlag{})
 	})
+}
+
+// ClusterNameFlag is the controller manager's --cluster-name, and whether
+// it was given on the command line.
+type ClusterNameFlag struct {
+	Name  string
+	Given bool
+}
+
+// LoadCloud loads azure.json from r, lets --cluster-name name the cluster
+// when azure.json has no clusterName (an error when both are set and
+// differ: config.UseClusterNameFlag), and builds the cloud.
+func LoadCloud(ctx context.Context, r io.Reader, clusterName ClusterNameFlag) (*Cloud, error) {
+	if r == nil {
+		return nil, fmt.Errorf("cloud provider %s: --cloud-config (azure.json) is required", ProviderName)
+	}
+	cfg, err := config.Load(r)
+	if err != nil {
+		return nil, fmt.Errorf("cloud provider %s: %w", ProviderName, err)
+	}
+	for _, w := range cfg.UnknownFieldWarnings() {
+		klog.Warningf("azure.json: %s", w)
+	}
+	if err := cfg.UseClusterNameFlag(clusterName.Name, clusterName.Given); err != nil {
+		return nil, fmt.Errorf("cloud provider %s: %w", ProviderName, err)
+	}
+	return NewCloud(ctx, cfg)
 }
 
 // NewCloud builds the cloud from a loaded configuration. It refuses what
@@ -110,8 +127,7 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	}
 	var sg *securitygroup.Store
 	if cfg.SecurityGroupName != "" && !cfg.PodIPMode() {
-		if sg, err = securitygroup.New(securitygroup.Options{Client: clients.SecurityGroup,
-			ResourceGroup: cfg.SecurityGroupResourceGroup, Name: cfg.SecurityGroupName}); err != nil {
+		if sg, err = newSecurityGroups(cfg, clients); err != nil {
 			return nil, err
 		}
 	}
@@ -122,6 +138,16 @@ func NewCloud(ctx context.Context, cfg *config.Config) (*Cloud, error) {
 	dec.w = p.nicPools
 	klog.FromContext(ctx).Info("Azure cloud provider ready", "config", cfg.String())
 	return &Cloud{Provider: p, Config: cfg, Clients: clients, Store: store, SecurityGroups: sg, Inventory: inv, instances: NewInstances(inv, 0)}, nil
+}
+
+// newSecurityGroups builds the writer of the NSG named in azure.json,
+// applying azure.json tags to it (config.ResourceTags).
+func newSecurityGroups(cfg *config.Config, clients *azure.Clients) (*securitygroup.Store, error) {
+	opts := securitygroup.Options{Client: clients.SecurityGroup, ResourceGroup: cfg.SecurityGroupResourceGroup, Name: cfg.SecurityGroupName}
+	if tags := cfg.ResourceTags(); !tags.Empty() {
+		opts.Tags = func(cur map[string]*string) (map[string]*string, bool) { return tags.Apply(cur, nil) }
+	}
+	return securitygroup.New(opts)
 }
 
 // storeDecoupler lets the store take a load balancer's pools out of scale

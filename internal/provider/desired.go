@@ -23,6 +23,11 @@ type frontendInput struct {
 	// keepIP is the address a new internal frontend takes when no
 	// privateIP is asked for (the Service's ingress IP, in the subnet).
 	keepIP string
+	// zones of an internal frontend: the region's for a new one (zone-
+	// redundant where the region has zones), the frontend's own for an
+	// existing one (Azure cannot change them). Public frontends take
+	// their zones from their public IP.
+	zones []*string
 }
 
 // serviceLBState is the part of a load balancer one Service owns for one IP
@@ -230,7 +235,11 @@ func buildFrontend(name string, in frontendInput) *armnetwork.FrontendIPConfigur
 			props.PrivateIPAllocationMethod = to.Ptr(armnetwork.IPAllocationMethodDynamic)
 		}
 	}
-	return &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: props}
+	fe := &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: props}
+	if in.publicIPID == "" && len(in.zones) > 0 {
+		fe.Zones = in.zones
+	}
+	return fe
 }
 
 func ipVersion(f v1.IPFamily) armnetwork.IPVersion {

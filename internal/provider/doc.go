@@ -9,7 +9,14 @@
 //   - Every load balancer and pool read or write goes through the
 //     lbstore.Store given in Options (no ARM load balancer client is used
 //     here). Public IPs, which each Service owns alone, are read and written
-//     directly.
+//     directly, in the cluster's resource group or the one
+//     azure-load-balancer-resource-group names; azlb writes only those it
+//     owns (tags k8s-azure-service and k8s-azure-cluster-name): created
+//     ones (Standard, static, zone-redundant where the region has zones,
+//     from azure-pip-prefix-id(-ipv6), with azure-pip-ip-tags) and their
+//     tags (azure.json tags, azure-pip-tags). Load balancers carry
+//     azure.json tags too (set by the Service mutation). Zones and IP tags
+//     are never changed on existing objects (zones.go, publicip.go).
 //   - EnsureLoadBalancer places the Service (multiple-SLB placement, or the
 //     default load balancer and its internal twin), removes its frontends
 //     from every other managed load balancer (also one whose configuration

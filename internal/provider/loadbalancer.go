@@ -14,7 +14,6 @@ import (
 	"github.com/azlb/azlb/internal/accesscontrol"
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/lbstore"
-	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 	"github.com/azlb/azlb/internal/securitygroup"
@@ -282,8 +281,12 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 		states := make([]*serviceLBState, 0, len(inputs))
 		newRules := 0
 		for i, in := range inputs {
-			if in.privateIP == "" && in.keepIP != "" && findFrontend(lb, names.Frontend(svc, in.family)) == nil {
+			existing := findFrontend(lb, names.Frontend(svc, in.family))
+			if in.privateIP == "" && in.keepIP != "" && existing == nil {
 				in.privateIP = in.keepIP // a new frontend takes the address the Service had
+			}
+			if existing != nil {
+				in.zones = existing.Zones // zones are set at creation only (zones.go)
 			}
 			st, err := buildServiceLBState(desiredInput{
 				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
@@ -308,6 +311,9 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 			adopt = legacyLocalPools(svc, families)
 		}
 		changed := applyService(lb, base, states, pools, localPoolNames(svc), adopt)
+		if tags, ok := p.tags.Apply(lb.Tags, nil); ok {
+			lb.Tags, changed = tags, true // azure.json tags (config.ResourceTags)
+		}
 		if changed {
 			noteRepair(ctx, RepairLoadBalancer, "load balancer %s (the Service's frontends, rules or probes)", lbName)
 		}
@@ -670,6 +676,11 @@ func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *an
 				return nil, nil, nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
 			}
 			in.subnetID = p.subnetID(subnet)
+			zones, err := p.regionZones(ctx)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			in.zones = zones
 			in.privateIP = requestedAddress(svc, spec, fam)
 			if in.privateIP == "" {
 				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
@@ -684,7 +695,7 @@ func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *an
 		} else {
 			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
 			if err != nil {
-				if ue := (*migration.UpgradeError)(nil); !errors.As(err, &ue) {
+				if !eventRecorded(err) {
 					p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
 				}
 				return nil, nil, nil, err

@@ -18,10 +18,10 @@ import (
 // and probes (one state per IP family) and no other children owned by base.
 // Pools named in pools are added when missing: empty, or, when adopt maps
 // the pool to an existing one (a Local Service pool named the legacy way),
-// with a copy of that pool's entries, so traffic keeps flowing while the
-// rules move over. Addresses of existing pools are never touched here. Pools
-// named in drop (dedicated pools the Service no longer uses, legacy names
-// included) are removed once no rule references them.
+// with a copy of that pool's entries and drain period, so traffic keeps
+// flowing while the rules move over. Addresses of existing pools are never
+// touched here. Pools named in drop (dedicated pools the Service no longer
+// uses, legacy names included) are removed once no rule references them.
 func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBState, pools, drop []string, adopt map[string]string) bool {
 	p := lbProps(lb)
 	changed := false
@@ -57,6 +57,7 @@ func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBSta
 				if i := findByName(p.BackendAddressPools, from, poolNameOf); i >= 0 {
 					pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{
 						LoadBalancerBackendAddresses: copyEntries(p.BackendAddressPools[i]),
+						DrainPeriodInSeconds:         drainPeriodOf(p.BackendAddressPools[i]),
 					}
 				}
 			}
@@ -102,6 +103,15 @@ func poolReferenced(p *armnetwork.LoadBalancerPropertiesFormat, pool string) boo
 		}
 	}
 	return false
+}
+
+// drainPeriodOf is a pool's drainPeriodInSeconds, which a pool that takes
+// its place keeps.
+func drainPeriodOf(pool *armnetwork.BackendAddressPool) *int32 {
+	if pool.Properties == nil {
+		return nil
+	}
+	return pool.Properties.DrainPeriodInSeconds
 }
 
 // copyEntries copies the IP-based entries of a pool (name, address, virtual

@@ -207,7 +207,8 @@ func (p *Provider) removeDetachedMembers(ctx context.Context, lbName, poolID, po
 }
 
 // syncNICStates gives each node's NIC-derived entries the admin state its
-// taints call for; other entries are echoed unchanged.
+// taints call for, and the pool its drain period; other entries are echoed
+// unchanged.
 func (p *Provider) syncNICStates(ctx context.Context, caller string, ref lbstore.PoolRef, nodes []*v1.Node) error {
 	states := map[string]armnetwork.LoadBalancerBackendAddressAdminState{}
 	for _, n := range nodes {
@@ -220,7 +221,8 @@ func (p *Provider) syncNICStates(ctx context.Context, caller string, ref lbstore
 		}
 	}
 	r := p.store.UpdatePools(ctx, caller, []lbstore.PoolEdit{{Ref: ref, Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
-		return len(backendpool.SetNICStates(pool, states)) > 0, nil
+		changed := len(backendpool.SetNICStates(pool, states)) > 0
+		return p.policy.SetDrainPeriod(pool) || changed, nil // the pool's drain period too
 	}}}, lbstore.PoolOptions{TrustCache: true})[0]
 	return r.Err
 }

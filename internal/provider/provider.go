@@ -124,6 +124,9 @@ type Provider struct {
 
 	unsupported *reportedAnnotations // which Services were told about their unsupported annotations
 
+	tags config.ResourceTags // azure.json tags, tagsMap, systemTags
+	arm  armReader           // region zones and public IP prefixes
+
 	perService keymutex.Mutex // one reconcile per Service at a time (EnsureLoadBalancer from a Service sync and UpdateLoadBalancer from a node sync may come at once)
 	nodeMu     sync.Mutex     // serialises node placement
 	rebuildMu  sync.Mutex
@@ -155,6 +158,7 @@ func New(opts Options) (*Provider, error) {
 		inflight: placement.NewInFlight(),
 
 		unsupported: newReportedAnnotations(maxReportedServices),
+		tags:        cfg.ResourceTags(),
 
 		namespaces:   opts.Namespaces,
 		nodes:        opts.Nodes,

@@ -2,11 +2,13 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -51,14 +53,64 @@ func requestedPIPName(spec *annotations.ServiceSpec, family v1.IPFamily) string 
 	return spec.PIPName
 }
 
+// Event reasons of public IPs.
+const (
+	// EventReasonPublicIPPrefixUnusable: azure-pip-prefix-id(-ipv6) names
+	// a prefix a new public IP cannot come from (missing, another IP
+	// version, no free address).
+	EventReasonPublicIPPrefixUnusable = "PublicIPPrefixUnusable"
+	// EventReasonPublicIPUnchangeable: the Service asks an existing public
+	// IP for something Azure sets only at creation (IP tags, prefix).
+	EventReasonPublicIPUnchangeable = "PublicIPSettingUnchangeable"
+)
+
+// recordedError is an error the Service has already been told about in an
+// event of its own.
+type recordedError struct{ err error }
+
+func (e *recordedError) Error() string { return e.err.Error() }
+func (e *recordedError) Unwrap() error { return e.err }
+
+// eventRecorded reports whether err was already the subject of a Warning
+// event on the Service (so frontendInputs adds no PublicIPNotFound).
+func eventRecorded(err error) bool {
+	var re *recordedError
+	var ue *migration.UpgradeError
+	return errors.As(err, &re) || errors.As(err, &ue)
+}
+
+// publicIPGroup is the resource group of the Service's public IPs:
+// azure-load-balancer-resource-group, else the cluster's.
+func (p *Provider) publicIPGroup(spec *annotations.ServiceSpec) string {
+	if spec.PIPResourceGroup != "" {
+		return spec.PIPResourceGroup
+	}
+	return p.cfg.ResourceGroup
+}
+
+// publicIPGroups are the resource groups where azlb may have created public
+// IPs for the Service: the one its annotation names (read as written: a
+// deleted Service's annotations need not be valid) and the cluster's.
+func (p *Provider) publicIPGroups(svc *v1.Service) []string {
+	groups := []string{p.cfg.ResourceGroup}
+	if rg := strings.TrimSpace(svc.Annotations[annotations.KeyPIPResourceGroup]); rg != "" && !strings.EqualFold(rg, p.cfg.ResourceGroup) {
+		groups = append([]string{rg}, groups...)
+	}
+	return groups
+}
+
 // ensurePublicIP returns the public IP the Service's frontend of the family
-// uses, creating an owned one when needed:
+// uses, creating an owned one when needed, in the resource group of
+// publicIPGroup:
 //   - azure-load-balancer-ipv4/-ipv6 or loadBalancerIP: an existing public
 //     IP with that address in the resource group (never created);
 //   - azure-pip-name(-ipv6): that public IP, created (and owned) if missing;
 //   - otherwise <cluster>-<frontend base>[-IPv6], created and owned.
+//
+// A public IP azlb owns gets its tags brought in line (ownedPublicIP); one
+// it does not own is used as it is.
 func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily) (publicIP, error) {
-	rg := p.cfg.ResourceGroup
+	rg := p.publicIPGroup(spec)
 	name := requestedPIPName(spec, family)
 	if addr := requestedAddress(svc, spec, family); addr != "" && name == "" {
 		pips, err := p.publicIPs(ctx).List(ctx, rg)
@@ -67,7 +119,7 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 		}
 		for _, pip := range pips {
 			if pip.Properties != nil && ptr.Deref(pip.Properties.IPAddress, "") == addr {
-				return p.standardPublicIP(ctx, svc, rg, pip)
+				return p.existingPublicIP(ctx, svc, spec, family, rg, pip)
 			}
 		}
 		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", names.ServiceKey(svc), addr, rg)
@@ -80,21 +132,28 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 		if got := ipFamilyOfPIP(pip); got != family {
 			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family)
 		}
-		return p.standardPublicIP(ctx, svc, rg, pip)
+		return p.existingPublicIP(ctx, svc, spec, family, rg, pip)
 	}
 	if azure.Classify(err) != azure.ClassStale {
 		return publicIP{}, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
 	}
+	return p.createPublicIP(ctx, svc, spec, family, rg, name)
+}
+
+// createPublicIP creates an owned public IP: Standard, static, tagged as
+// azlb's (plus azure.json tags and azure-pip-tags), with the IP tags of
+// azure-pip-ip-tags, from the prefix of azure-pip-prefix-id(-ipv6) when
+// set, zone-redundant where the region has zones (from a prefix: the
+// prefix's zones).
+func (p *Provider) createPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg, name string) (publicIP, error) {
+	tags, _ := p.tags.Apply(nil, p.publicIPTags(svc, spec))
 	want := armnetwork.PublicIPAddress{
 		Location: to.Ptr(p.cfg.Location),
 		SKU: &armnetwork.PublicIPAddressSKU{
 			Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard),
 			Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional),
 		},
-		Tags: map[string]*string{
-			names.TagServiceName: to.Ptr(names.ServiceKey(svc)),
-			names.TagClusterName: to.Ptr(p.clusterName()),
-		},
+		Tags: tags,
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
 			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
 			PublicIPAddressVersion:   to.Ptr(ipVersion(family)),
@@ -103,12 +162,177 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	if spec.DNSLabelName != "" && family == v1.IPv4Protocol {
 		want.Properties.DNSSettings = &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: to.Ptr(spec.DNSLabelName)}
 	}
+	for _, t := range spec.PIPIPTags {
+		want.Properties.IPTags = append(want.Properties.IPTags, &armnetwork.IPTag{IPTagType: to.Ptr(t.Type), Tag: to.Ptr(t.Tag)})
+	}
+	prefixID := spec.PIPPrefixFor(family == v1.IPv6Protocol)
+	if prefixID != "" {
+		prefix, err := p.usablePrefix(ctx, svc, family, prefixID)
+		if err != nil {
+			return publicIP{}, err
+		}
+		want.Properties.PublicIPPrefix = &armnetwork.SubResource{ID: prefix.ID}
+		want.Zones = prefix.Zones
+	} else {
+		zones, err := p.regionZones(ctx)
+		if err != nil {
+			return publicIP{}, err
+		}
+		want.Zones = zones
+	}
 	created, err := p.publicIPs(ctx).CreateOrUpdate(ctx, rg, name, want, "")
 	if err != nil {
-		return publicIP{}, fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
+		err = fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
+		if prefixID != "" && prefixExhausted(err) {
+			p.warn(svc, EventReasonPublicIPPrefixUnusable, "%s=%s: the prefix has no free address for public IP %s: %v", prefixKey(family), prefixID, name, err)
+			return publicIP{}, &recordedError{err}
+		}
+		return publicIP{}, err
 	}
-	logger(ctx).Info("Created public IP", "service", names.ServiceKey(svc), "publicIP", name, "address", pipAddress(created))
+	logger(ctx).Info("Created public IP", "service", names.ServiceKey(svc), "publicIP", name, "resourceGroup", rg,
+		"address", pipAddress(created), "zones", derefAll(created.Zones), "prefix", prefixID)
 	return publicIP{id: ptr.Deref(created.ID, ""), address: pipAddress(created)}, nil
+}
+
+// usablePrefix reads the prefix a new public IP of the family is to come
+// from; a prefix that is missing or of the other IP version is a Warning
+// event naming the annotation and the prefix.
+func (p *Provider) usablePrefix(ctx context.Context, svc *v1.Service, family v1.IPFamily, id string) (*armnetwork.PublicIPPrefix, error) {
+	prefix, err := p.publicIPPrefix(ctx, id)
+	var why string
+	switch {
+	case err != nil && azure.Classify(err) == azure.ClassStale:
+		why = "the public IP prefix does not exist"
+	case err != nil:
+		return nil, fmt.Errorf("get public IP prefix %s: %w", id, err)
+	case prefix.Properties != nil && prefix.Properties.PublicIPAddressVersion != nil && *prefix.Properties.PublicIPAddressVersion != ipVersion(family):
+		why = fmt.Sprintf("the prefix is %s, the frontend needs %s", *prefix.Properties.PublicIPAddressVersion, family)
+	default:
+		return prefix, nil
+	}
+	err = fmt.Errorf("service %s: %s=%s: %s", names.ServiceKey(svc), prefixKey(family), id, why)
+	p.warn(svc, EventReasonPublicIPPrefixUnusable, "%s=%s: %s; no public IP is created", prefixKey(family), id, why)
+	return nil, &recordedError{err}
+}
+
+func prefixKey(family v1.IPFamily) string {
+	if family == v1.IPv6Protocol {
+		return annotations.KeyPIPPrefixIDIPv6
+	}
+	return annotations.KeyPIPPrefixID
+}
+
+// prefixExhausted reports an ARM error of a prefix without a free address
+// (PublicIpPrefixOutOfIpAddresses...).
+func prefixExhausted(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && strings.HasPrefix(strings.ToLower(re.ErrorCode), "publicipprefixoutofipaddresses")
+}
+
+// publicIPTags are the tags of a public IP azlb owns for the Service
+// besides azure.json's: azure-pip-tags, then azlb's own (which no
+// annotation overrides).
+func (p *Provider) publicIPTags(svc *v1.Service, spec *annotations.ServiceSpec) map[string]string {
+	out := map[string]string{}
+	for k, v := range spec.PIPTags {
+		if !strings.EqualFold(k, names.TagServiceName) && !strings.EqualFold(k, names.TagClusterName) {
+			out[k] = v
+		}
+	}
+	out[names.TagServiceName] = names.ServiceKey(svc)
+	out[names.TagClusterName] = p.clusterName()
+	return out
+}
+
+// existingPublicIP is an existing public IP for the Service's frontend:
+// upgraded to Standard if Basic (standardPublicIP), and, when azlb owns it
+// for the Service, with its tags brought in line (ownedPublicIP). A
+// public IP azlb does not own is never written beyond the upgrade.
+func (p *Provider) existingPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg string, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+	if !p.ownsPublicIP(pip, svc) {
+		if len(spec.PIPTags) > 0 || len(spec.PIPIPTags) > 0 {
+			logger(ctx).V(2).Info("Public IP is not azlb's: its tags are left as they are", "service", names.ServiceKey(svc), "publicIP", ptr.Deref(pip.Name, ""), "resourceGroup", rg)
+		}
+		return p.standardPublicIP(ctx, svc, rg, pip)
+	}
+	if migration.IsBasic(pip) {
+		return p.standardPublicIP(ctx, svc, rg, pip)
+	}
+	return p.ownedPublicIP(ctx, svc, spec, family, rg, pip)
+}
+
+// ownedPublicIP brings an owned public IP's tags in line (azure.json tags,
+// azure-pip-tags, azlb's own), with one write that changes nothing else.
+// What Azure sets only at creation is left as it is, with a Warning event
+// saying why: IP tags (azure-pip-ip-tags) and the prefix
+// (azure-pip-prefix-id(-ipv6)).
+func (p *Provider) ownedPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg string, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+	name := ptr.Deref(pip.Name, "")
+	// The drift pass, which runs every few minutes, does not repeat what
+	// the Service's own reconciles have said.
+	_, repairing := ctx.Value(repairLogKey{}).(*repairLog)
+	if spec.PIPIPTags != nil && !repairing && !sameIPTags(spec.PIPIPTags, pip) {
+		p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its IP tags %s: Azure sets IP tags only when a public IP is created (a new public IP, for example under another azure-pip-name, gets them)",
+			annotations.KeyPIPIPTags, svc.Annotations[annotations.KeyPIPIPTags], name, ipTagsString(pip))
+	}
+	if id := spec.PIPPrefixFor(family == v1.IPv6Protocol); id != "" && !repairing && !strings.EqualFold(id, pipPrefixID(pip)) {
+		p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its address %s: Azure allocates a public IP from a prefix only when it is created",
+			prefixKey(family), id, name, pipAddress(pip))
+	}
+	tags, changed := p.tags.Apply(pip.Tags, p.publicIPTags(svc, spec))
+	if !changed {
+		return publicIP{id: ptr.Deref(pip.ID, ""), address: pipAddress(pip)}, nil
+	}
+	want := *pip
+	want.Tags = tags
+	updated, err := p.publicIPs(ctx).CreateOrUpdate(ctx, rg, name, want, ptr.Deref(pip.Etag, ""))
+	if err != nil {
+		return publicIP{}, fmt.Errorf("update the tags of public IP %s/%s: %w", rg, name, err)
+	}
+	logger(ctx).Info("Updated the tags of public IP", "service", names.ServiceKey(svc), "publicIP", name, "resourceGroup", rg)
+	return publicIP{id: ptr.Deref(updated.ID, ""), address: pipAddress(updated)}, nil
+}
+
+// sameIPTags compares the wanted IP tags with a public IP's, as sets
+// (types ignoring case).
+func sameIPTags(want []annotations.IPTag, pip *armnetwork.PublicIPAddress) bool {
+	var have []*armnetwork.IPTag
+	if pip.Properties != nil {
+		have = pip.Properties.IPTags
+	}
+	if len(have) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h *armnetwork.IPTag) bool {
+			return h != nil && strings.EqualFold(ptr.Deref(h.IPTagType, ""), w.Type) && ptr.Deref(h.Tag, "") == w.Tag
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+func ipTagsString(pip *armnetwork.PublicIPAddress) string {
+	var parts []string
+	if pip.Properties != nil {
+		for _, t := range pip.Properties.IPTags {
+			if t != nil {
+				parts = append(parts, ptr.Deref(t.IPTagType, "")+"="+ptr.Deref(t.Tag, ""))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ",")
+}
+
+func pipPrefixID(pip *armnetwork.PublicIPAddress) string {
+	if pip.Properties == nil || pip.Properties.PublicIPPrefix == nil {
+		return ""
+	}
+	return ptr.Deref(pip.Properties.PublicIPPrefix.ID, "")
 }
 
 // standardPublicIP returns an existing public IP for a Service's frontend,
@@ -139,9 +363,11 @@ func (p *Provider) standardPublicIP(ctx context.Context, svc *v1.Service, rg str
 // by azure-pip-name(-ipv6). A public IP without azlb's tags belongs to the
 // user and stays.
 func (p *Provider) deleteOwnedPublicIPs(ctx context.Context, svc *v1.Service) error {
-	for _, name := range p.publicIPNames(svc) {
-		if err := p.deleteIfOwned(ctx, svc, p.cfg.ResourceGroup, name); err != nil {
-			return err
+	for _, rg := range p.publicIPGroups(svc) {
+		for _, name := range p.publicIPNames(svc) {
+			if err := p.deleteIfOwned(ctx, svc, rg, name); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -170,16 +396,18 @@ func (p *Provider) publicIPNames(svc *v1.Service) []string {
 // report the load balancer, or the service controller would drop its
 // finalizer without calling EnsureLoadBalancerDeleted.
 func (p *Provider) ownedPublicIPLeft(ctx context.Context, svc *v1.Service) (bool, error) {
-	for _, name := range p.publicIPNames(svc) {
-		pip, err := p.publicIPs(ctx).Get(ctx, p.cfg.ResourceGroup, name)
-		if err != nil {
-			if azure.Classify(err) == azure.ClassStale {
-				continue
+	for _, rg := range p.publicIPGroups(svc) {
+		for _, name := range p.publicIPNames(svc) {
+			pip, err := p.publicIPs(ctx).Get(ctx, rg, name)
+			if err != nil {
+				if azure.Classify(err) == azure.ClassStale {
+					continue
+				}
+				return false, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
 			}
-			return false, fmt.Errorf("get public IP %s/%s: %w", p.cfg.ResourceGroup, name, err)
-		}
-		if p.ownsPublicIP(pip, svc) {
-			return true, nil
+			if p.ownsPublicIP(pip, svc) {
+				return true, nil
+			}
 		}
 	}
 	return false, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
@@ -373,22 +374,8 @@ func (p *Provider) liveAddresses(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 	}
-	if len(pipIDs) > 0 {
-		pips, err := p.publicIPs(ctx).List(ctx, p.cfg.ResourceGroup)
-		if err != nil {
-			return nil, err
-		}
-		for _, pip := range pips {
-			if pipIDs[strings.ToLower(ptr.Deref(pip.ID, ""))] {
-				delete(pipIDs, strings.ToLower(ptr.Deref(pip.ID, "")))
-				if a := pipAddress(pip); a != "" {
-					live[a] = true
-				}
-			}
-		}
-		if len(pipIDs) > 0 {
-			return nil, fmt.Errorf("collect security rules: %d public IPs of frontends are not in resource group %s; not collecting", len(pipIDs), p.cfg.ResourceGroup)
-		}
+	if err := p.livePublicIPAddresses(ctx, pipIDs, live); err != nil {
+		return nil, err
 	}
 	nodes, err := p.nodes.List(labels.Everything())
 	if err != nil {
@@ -400,6 +387,43 @@ func (p *Provider) liveAddresses(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return live, nil
+}
+
+// livePublicIPAddresses adds the addresses of the public IPs (lower-cased
+// ids) to live: one listing per resource group they are in (the cluster's
+// first; others through azure-load-balancer-resource-group). A public IP
+// found in none is an error: collecting without its address could take a
+// live Service's address out of the NSG.
+func (p *Provider) livePublicIPAddresses(ctx context.Context, pipIDs, live map[string]bool) error {
+	groups := []string{p.cfg.ResourceGroup}
+	for id := range pipIDs {
+		if rg, _, err := names.ParseID(id); err == nil && !slices.ContainsFunc(groups, func(g string) bool { return strings.EqualFold(g, rg) }) {
+			groups = append(groups, rg)
+		}
+	}
+	slices.Sort(groups[1:])
+	for _, rg := range groups {
+		if len(pipIDs) == 0 {
+			break
+		}
+		pips, err := p.publicIPs(ctx).List(ctx, rg)
+		if err != nil {
+			return fmt.Errorf("list public IPs in %s: %w", rg, err)
+		}
+		for _, pip := range pips {
+			id := strings.ToLower(ptr.Deref(pip.ID, ""))
+			if pipIDs[id] {
+				delete(pipIDs, id)
+				if a := pipAddress(pip); a != "" {
+					live[a] = true
+				}
+			}
+		}
+	}
+	if len(pipIDs) > 0 {
+		return fmt.Errorf("collect security rules: %d public IPs of frontends were not found in their resource groups; not collecting", len(pipIDs))
+	}
+	return nil
 }
 
 // collectNodePorts makes the collection also take node ports no Service

@@ -10,13 +10,15 @@
 //     carries them out in rounds: a round takes every queued edit (after
 //     waiting GatherWindow for more, MaxGather at most), reads
 //     the NSG once, applies the edits one after another to azlb's rules and
-//     writes the NSG once, with If-Match, only when a rule changed. Edits
+//     writes the NSG once, with If-Match, only when a rule (or, with
+//     Options.Tags, a tag: azure.json tags) changed. Edits
 //     queued while a round runs share the next one. A 412 or 409 is retried
 //     with a fresh read up to MaxConflictRetries times. Nothing is written
 //     while Run is not running.
 //   - Ownership. A rule is azlb's when its name starts with RulePrefix and
 //     its priority is in [MinPriority, MaxPriority]; every other rule, and
-//     everything else about the NSG, is sent back as it was read.
+//     everything else about the NSG but the tags Options.Tags asks for, is
+//     sent back as it was read.
 //   - An Edit releases the Service's old destinations from every rule, then
 //     adds its allows and deny: rules hold (family, protocol, sources,
 //     ports) and the destinations that need them; a rule left without

@@ -43,6 +43,11 @@ type Options struct {
 	Name          string
 	// Clock drives the wait metric. Default: the real clock.
 	Clock clock.PassiveClock
+	// Tags, when set, gives the tags the NSG should carry from those it
+	// has (azure.json tags: config.ResourceTags.Apply), and whether they
+	// differ. A round that writes the NSG writes them too, and a round
+	// whose edits change no rule writes the NSG only for them.
+	Tags func(current map[string]*string) (map[string]*string, bool)
 }
 
 // Result is what became of one Edit.
@@ -60,6 +65,7 @@ type Store struct {
 	rg     string
 	name   string
 	clock  clock.PassiveClock
+	tags   func(map[string]*string) (map[string]*string, bool)
 
 	mu      sync.Mutex
 	pending []*request
@@ -96,7 +102,7 @@ func New(o Options) (*Store, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Store{client: o.Client, rg: o.ResourceGroup, name: o.Name, clock: clk, wake: make(chan struct{}, 1)}, nil
+	return &Store{client: o.Client, rg: o.ResourceGroup, name: o.Name, clock: clk, tags: o.Tags, wake: make(chan struct{}, 1)}, nil
 }
 
 // Name is the NSG's name and resource group, for messages.
@@ -311,7 +317,11 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 			ok = append(ok, r)
 		}
 		rules, changed, err := m.render("")
-		if err != nil || !changed {
+		tags, tagsChanged := sg.Tags, false
+		if s.tags != nil {
+			tags, tagsChanged = s.tags(sg.Tags)
+		}
+		if err != nil || (!changed && !tagsChanged) {
 			if err != nil { // cannot happen: every edit kept rendered
 				for _, r := range ok {
 					r.err = err
@@ -320,8 +330,11 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 			return
 		}
 		out := *sg
+		out.Tags = tags
 		props := *sg.Properties
-		props.SecurityRules = rules
+		if changed {
+			props.SecurityRules = rules
+		}
 		out.Properties = &props
 		written, err := s.client.CreateOrUpdate(ctx, s.rg, s.name, out, ptr.Deref(sg.Etag, ""))
 		s.remember(written, err)

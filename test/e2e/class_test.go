@@ -11,8 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/verify"
 )
 
 // TestLoadBalancerClass runs azlb as it runs beside AKS's own controller
@@ -28,7 +31,8 @@ func TestLoadBalancerClass(t *testing.T) {
 	)
 	ctx := context.Background()
 	createNode(t, "cls-n1", "10.240.9.1", nil)
-	startController(t, "a", writeConfig(t, map[string]any{"clusterName": azlbLB}), false, "--load-balancer-class="+class)
+	cfgPath := writeConfig(t, map[string]any{"clusterName": azlbLB})
+	startController(t, "a", cfgPath, false, "--load-balancer-class="+class)
 	ns := createNamespace(t)
 
 	// The other implementations' Services first, then azlb's: once azlb's
@@ -61,6 +65,16 @@ func TestLoadBalancerClass(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "two rules for ours", func(context.Context) (bool, error) {
 		return ruleCount(getLB(t, azlbLB)) == 2, nil
+	})
+
+	// azlb verify with the same class judges only azlb's Service: clean.
+	cfg, err := config.LoadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "azlb verify --load-balancer-class clean", func(ctx context.Context) (bool, error) {
+		rep, err := verify.RunClass(ctx, cfg, arm(t), suite.cs, lbclass.Class(class))
+		return err == nil && rep.Clean(), nil
 	})
 
 	for name, created := range theirs {

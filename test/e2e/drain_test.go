@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/azlb/azlb/internal/annotations"
+	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/testutil"
+)
+
+// TestScaleDownDrain measures a node scale-down end to end (docs/admin-state.md,
+// "Scale-down"): the real controller with the default azure.json, a real
+// API server, and the emulator's data plane carrying 200 new connections per
+// second to a Service on four loopback nodes, plus sessions (keep-alive
+// connections sending a request every 100 ms) established on the leaving
+// node before it leaves. The cluster autoscaler taints the node
+// (ToBeDeletedByClusterAutoscaler), then the node goes in one of two orders:
+//
+//   - autoscaler-order: its VM is deleted 2 s after the taint and its Node
+//     object 1 s later, as the autoscaler and the cloud node lifecycle
+//     controller do it; the sessions end (close) 1.5 s after the taint,
+//     while the node drains;
+//   - node-first: its Node object is deleted 1 s after the taint while its
+//     VM still serves (for 4 s after the taint); the sessions end 3 s after
+//     the taint, after the node has left the pool.
+//
+// Wanted: no new connection fails (the taint takes the node Down before its
+// VM goes) and no session is reset (Down keeps established flows, and the
+// pool's drain period keeps them once the node has left the pool).
+func TestScaleDownDrain(t *testing.T) {
+	ctx := context.Background()
+	public, nodes := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil, devenv.WithNetwork(devenv.NodeNetwork(nodes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
+	names := []string{"drain-n1", "drain-n2", "drain-n3", "drain-n4"}
+	for i, name := range names {
+		createNode(t, name, testutil.Nth(nodes, i+1).String(), nil)
+	}
+	startController(t, "a", writeConfigFor(t, env, nil), false) // the defaults: deletion taints and a 30 s drain period
+	ns := createNamespace(t)
+	ingress := testutil.Nth(public, 1)
+	svc := loadBalancerService(ns, "web", int32(testutil.FreePort(t, ingress)))
+	svc.Annotations = map[string]string{annotations.KeyDisableFloatingIP: "true"} // the backend port is the node port
+	svc, err = suite.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deleteService(t, ns, "web")
+		eventually(t, 60*time.Second, "the Service deleted", func(ctx context.Context) (bool, error) {
+			_, err := suite.cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+	nodePort := uint16(svc.Spec.Ports[0].NodePort)
+	backends := map[string]*testutil.Backend{}
+	for i, name := range names {
+		backends[name] = testutil.StartBackend(t, name, netip.AddrPortFrom(testutil.Nth(nodes, i+1), nodePort))
+	}
+	if ip := ingressIP(t, ns, "web"); ip != ingress.String() {
+		t.Fatalf("ingress IP %s, want %s", ip, ingress)
+	}
+	eventually(t, 30*time.Second, "every node probed up in the data plane", func(context.Context) (bool, error) {
+		st, _ := env.Emulator().DataPlaneStatus()
+		if len(st.Rules) != 1 || len(st.Rules[0].Members) != len(names) {
+			return false, nil
+		}
+		for _, m := range st.Rules[0].Members {
+			if !m.Eligible {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	logDrainPeriod(t, env)
+	frontend := netip.AddrPortFrom(ingress, uint16(svc.Spec.Ports[0].Port))
+
+	type order struct {
+		name                    string
+		vmStop, nodeDelete, end time.Duration // after the taint; end: when the sessions close
+	}
+	failed := false
+	for i, o := range []order{
+		{name: "autoscaler-order", vmStop: 2 * time.Second, nodeDelete: 3 * time.Second, end: 1500 * time.Millisecond},
+		{name: "node-first", vmStop: 4 * time.Second, nodeDelete: time.Second, end: 3 * time.Second},
+	} {
+		node := names[i]
+		ss := openSessions(t, frontend, node, 3)
+		var timers []*time.Timer
+		sc := testutil.CutoverScenario{Name: o.name, Taint: true, StopAfter: o.vmStop}
+		rep := testutil.RunCutover(t, sc, testutil.Cutover{Frontend: frontend, Node: node,
+			Taint: func(ctx context.Context) error {
+				if err := taintForDeletion(ctx, node); err != nil {
+					return err
+				}
+				timers = append(timers, time.AfterFunc(o.end, ss.finish), // the scenario's schedule
+					time.AfterFunc(o.nodeDelete, func() { deleteNode(t, node) }))
+				return nil
+			},
+			Stop: backends[node].Stop})
+		resets := ss.wait()
+		for _, tm := range timers {
+			tm.Stop()
+		}
+		deleteNode(t, node) // when the scenario ended before its schedule
+		t.Logf("%s: %d new connections from the taint on, %d failed; new connections reached the leaving node for %v; "+
+			"%d of %d sessions established before the taint were reset", o.name, rep.Sent, rep.Failed, rep.Window.Round(time.Millisecond), resets, ss.n)
+		t.Logf("timeline (100 ms per character; # %s, x failed, . other nodes, | taint, S VM stop):\n%s", node, rep.Timeline(node, 100*time.Millisecond))
+		if rep.Failed != 0 || resets != 0 {
+			failed = true
+		}
+	}
+	if failed {
+		t.Error("a scale-down failed new connections or reset established ones; want 0 and 0")
+	}
+}
+
+// taintForDeletion adds the cluster autoscaler's deletion taint, as it does
+// (the value is the Unix time).
+func taintForDeletion(ctx context.Context, node string) error {
+	n, err := suite.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "ToBeDeletedByClusterAutoscaler",
+		Value: strconv.FormatInt(time.Now().Unix(), 10), Effect: v1.TaintEffectNoSchedule})
+	if _, err := suite.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("taint %s: %w", node, err)
+	}
+	return nil
+}
+
+func deleteNode(t *testing.T, node string) {
+	err := suite.cs.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete node %s: %v", node, err)
+	}
+}
+
+// logDrainPeriod logs the cluster pool's drainPeriodInSeconds.
+func logDrainPeriod(t *testing.T, env *devenv.Env) {
+	t.Helper()
+	c, err := env.Clients(context.Background(), azure.ClientOptions{Source: "e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.BackendPool.Get(context.Background(), devenv.ResourceGroup, lbName, lbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *int32
+	if p.Properties != nil {
+		d = p.Properties.DrainPeriodInSeconds
+	}
+	t.Logf("cluster pool %s/%s: drainPeriodInSeconds %v", lbName, lbName, ptr.Deref(d, 0))
+}
+
+// sessions are keep-alive connections that one node answers, each sending a
+// request every 100 ms until finish; a request that fails before then is a
+// reset established connection.
+type sessions struct {
+	n      int
+	done   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	resets int
+}
+
+func openSessions(t *testing.T, fe netip.AddrPort, node string, n int) *sessions {
+	t.Helper()
+	s := &sessions{n: n, done: make(chan struct{})}
+	for range n {
+		k := dialNode(t, fe, node)
+		s.wg.Go(func() {
+			defer k.Close()
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-s.done:
+					return
+				case <-tick.C:
+				}
+				if _, err := k.Get(); err != nil {
+					select {
+					case <-s.done: // finished meanwhile: not a reset
+					default:
+						s.mu.Lock()
+						s.resets++
+						s.mu.Unlock()
+					}
+					return
+				}
+			}
+		})
+	}
+	t.Cleanup(s.finish)
+	return s
+}
+
+// finish ends the sessions: each closes its connection.
+func (s *sessions) finish() { s.once.Do(func() { close(s.done) }) }
+
+// wait finishes the sessions and returns how many were reset.
+func (s *sessions) wait() int {
+	s.finish()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resets
+}
+
+// dialNode opens a keep-alive connection that the node answers.
+func dialNode(t *testing.T, fe netip.AddrPort, node string) *testutil.Conn {
+	t.Helper()
+	for range 200 {
+		k, name, err := testutil.Dial(fe, 2*time.Second)
+		if err == nil && name == node {
+			return k
+		}
+		if k != nil {
+			k.Close()
+		}
+	}
+	t.Fatalf("no connection to %s reached %s in 200 tries", fe, node)
+	return nil
+}
