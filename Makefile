@@ -27,12 +27,12 @@ LDFLAGS           := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).g
 IMAGE_REGISTRY  ?= localhost:5000
 IMAGE_TAG       ?= $(VERSION)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
-IMAGES          := azlb-controller-manager azlb-emulator
+IMAGES          := azlb-controller-manager azlb-node-manager azlb-emulator
 OUT             := $(CURDIR)/_out
 IMAGE_TOOL       = $(GO) -C hack/tools/image
 
 .PHONY: help build tools test test-unit test-e2e test-chaos chaos test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
-	image image-binaries push manifests update-dependencies
+	image image-binaries build-node-image-linux push manifests update-dependencies
 
 help: ## show this help
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ image-binaries:
 image: image-binaries ## OCI images (IMAGE_PLATFORMS, one index each) under _out/images/, no daemon needed
 	$(IMAGE_TOOL) run . build --bin-dir $(OUT)/bin --out $(OUT)/images --tag $(IMAGE_TAG) \
 	  --platforms $(IMAGE_PLATFORMS) --version $(VERSION) --revision $(GIT_COMMIT) --created $(SOURCE_DATE_EPOCH) $(IMAGES)
+
+build-node-image-linux: ## the node manager's image alone, for linux/$(ARCH) (default amd64)
+	$(MAKE) image IMAGES=azlb-node-manager IMAGE_PLATFORMS=linux/$(or $(ARCH),amd64)
 
 push: image ## push the images to $(IMAGE_REGISTRY)/<name>:$(IMAGE_TAG)
 	$(IMAGE_TOOL) run . push --dir $(OUT)/images --registry $(IMAGE_REGISTRY) --tag $(IMAGE_TAG) $(IMAGES)

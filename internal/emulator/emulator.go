@@ -163,6 +163,10 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveControl(w, r)
 		return
 	}
+	if isIMDSPath(path) {
+		e.serveIMDS(w, r)
+		return
+	}
 	start := e.clock.Now()
 	isARM := len(path) >= len("/subscriptions") && strings.EqualFold(path[:len("/subscriptions")], "/subscriptions") &&
 		(len(path) == len("/subscriptions") || path[len("/subscriptions")] == '/')

@@ -13,7 +13,7 @@ type RequestRecord struct {
 	Query    string        `json:"query,omitempty"`
 	Status   int           `json:"status"`
 	Duration time.Duration `json:"duration"`
-	Kind     string        `json:"kind"` // "arm" or "aad"
+	Kind     string        `json:"kind"` // "arm", "aad" or "imds"
 	Faulted  bool          `json:"faulted,omitempty"`
 	// UserAgent is the request's User-Agent header: azlb starts it with
 	// azure.json's userAgent, which tells replicas apart.

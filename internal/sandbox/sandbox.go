@@ -139,6 +139,9 @@ func Up(ctx context.Context, o Options) error {
 		"--cloud-config", azureJSON, "--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--leader-elect=false", "--use-service-account-credentials", "--secure-port", strconv.Itoa(cmp.Or(o.SecurePort, 10258)),
 		"--node-monitor-period=2s", "--v=2"}}
+	if v.nodeManagers {
+		ctl.Args = append(ctl.Args, "--controllers=*,-cloud-node-controller")
+	}
 	if err := ctl.start(o.Dir, filepath.Join(logs, "controller.log")); err != nil {
 		return err
 	}
@@ -333,6 +336,7 @@ func lastLogEntry(path string) string {
 // Down stops every process Up started and leaves the files in place.
 func Down(dir string) {
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-node-agent.pid"))
+	stopNodeManagers(dir)
 	devenv.StopPIDFile(filepath.Join(dir, controllerPIDFile))
 	devenv.StopDetached(filepath.Join(dir, "kube"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))

@@ -51,6 +51,9 @@ type variantRun struct {
 	step func(format string, args ...any)
 	// nodes are the simulated nodes (node agents).
 	nodes []nodeagent.Node
+	// nodeManagers: one azlb-node-manager per node initializes the nodes
+	// (the NIC demo, when built), not the controller's cloud-node-controller.
+	nodeManagers bool
 }
 
 // seed writes the variant's azure.json and seeds what it needs in Azure
@@ -110,6 +113,13 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 	if err := startDetached(v.o.Dir, "azlb-node-agent", filepath.Join(v.logs, "node-agent.log"), filepath.Join(v.o.BinDir, "azlb"),
 		"node-agent", "--kubeconfig", adminKubeconfig, "--cloud-config", azureJSON, "--nodes", nodesFile); err != nil {
 		return "", err
+	}
+	if v.o.Variant == VariantNIC && nodeManagerBuilt(v.o.BinDir) {
+		if err := startNodeManagers(ctx, v.cs, v.o.Dir, v.o.BinDir, v.logs, url, caFile, adminKubeconfig, nodes); err != nil {
+			return "", err
+		}
+		v.nodeManagers = true
+		v.step("azlb-node-manager started for each of the %d nodes (initializes its node from the VM's instance metadata; logs/%s-NODE.log)", len(nodes), nodeManagerName)
 	}
 	if v.o.Variant == VariantNIC || v.o.Variant == VariantBasic {
 		v.step("simulated kubelets and kube-proxies started for %d nodes (Ready follows each VM's power state)", len(nodes))

@@ -30,7 +30,7 @@ import (
 )
 
 // images are the images make image builds.
-var images = []string{"azlb-controller-manager", "azlb-emulator"}
+var images = []string{"azlb-controller-manager", "azlb-node-manager", "azlb-emulator"}
 
 // wantPlatforms are the platforms of every index.
 var wantPlatforms = []string{"linux/amd64", "linux/arm64"}
