@@ -38,7 +38,8 @@ import (
 )
 
 // sandboxBinDir is a bin directory for the sandbox: its own binaries
-// (emulator and CLI, which runs the NIC demo's node agent) built, the
+// (emulator, CLI, which runs the NIC demo's node agent, and the node
+// manager, one per NIC demo node) built, the
 // controller under test and the Kubernetes binaries linked.
 func sandboxBinDir(t *testing.T) string {
 	t.Helper()
@@ -46,7 +47,7 @@ func sandboxBinDir(t *testing.T) string {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/azlb-emulator", "./cmd/azlb")
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/azlb-emulator", "./cmd/azlb", "./cmd/azlb-node-manager")
 	build.Dir = suite.root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build emulator and CLI: %v\n%s", err, out)
