@@ -48,11 +48,14 @@ type UpdateOptions struct {
 	// is sent without If-Match); only a caller that owns the load balancer
 	// whole may set it. A conflict retry reads as usual.
 	AssumeAbsent bool
-	// Fresh reads the load balancer from ARM for the round even when the
-	// cached copy is fresh: a caller about to report the load balancer as
-	// it wants it (a Service reconcile) compares against what Azure holds
-	// now, so an out-of-band change inside the cache TTL is seen and
-	// repaired. Concurrent changes of one round share the one read.
+	// Fresh: before the round declares the load balancer unchanged (or
+	// creates or deletes it) from the cached copy, it reads it from ARM and
+	// applies the mutations again, so a caller about to report the load
+	// balancer as it wants it (a Service reconcile) has compared with what
+	// Azure holds now: an out-of-band change inside the cache TTL is seen
+	// and repaired. A changed copy is written with its etag and needs no
+	// read (a stale copy costs a 412). The changes of a round share the
+	// read.
 	Fresh bool
 }
 

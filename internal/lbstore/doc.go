@@ -48,8 +48,10 @@
 //     patched into the cached load balancer (with the new etag, which ARM
 //     shares between a load balancer and its children). Returned load
 //     balancers and pools are shared snapshots: callers must not modify them.
-//     A change with UpdateOptions.Fresh makes its round read from ARM: a
-//     Service reconcile never declares a load balancer right from the cache.
+//     A change with UpdateOptions.Fresh is checked against ARM before its
+//     round declares the load balancer unchanged, or creates or deletes it:
+//     a Service reconcile never reports success from the cache. (A write
+//     of a changed copy carries its etag, so it needs no extra read.)
 //   - Managed load balancers are the configured ones (the default or every
 //     multipleStandardLoadBalancerConfigurations entry, each with its
 //     internal twin) plus those found once by listing the resource group

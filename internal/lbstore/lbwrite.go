@@ -45,12 +45,19 @@ func (s *Store) writeLB(ctx context.Context, name string, batch []*change) {
 	}
 }
 
-// tryLB reads the load balancer (from the cache unless fresh is set, a
-// change asks for a fresh read or its etag is unknown), applies every mutation to one copy and writes it once.
+// tryLB reads the load balancer (from the cache unless fresh is set or its
+// etag is unknown), applies every mutation to one copy and writes it once.
 // A mutation's own error goes to its change only; an ARM error is returned.
+//
+// A batch with a change that asks for a fresh read (UpdateOptions.Fresh)
+// is checked against Azure's current state before the store declares the
+// load balancer unchanged, or creates or deletes it from its cached copy:
+// then it is read and the mutations applied again. A write of a changed
+// copy needs no such read: it carries the copy's etag, and a stale copy
+// costs a 412 and a fresh read.
 func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh bool) (*armnetwork.LoadBalancer, error) {
 	e, ok := s.cache.get(name)
-	fresh = fresh || anyFresh(batch)
+	readNow := false
 	switch {
 	case !ok && !fresh && allAssumeAbsent(batch):
 		e = &entry{}
@@ -59,29 +66,17 @@ func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh b
 		if e, err = s.read(ctx, name); err != nil {
 			return nil, err
 		}
+		readNow = true
 	}
 	current := e.lb
-	var lb *armnetwork.LoadBalancer
-	if current != nil {
-		lb = MutableCopy(current)
-	}
-	changed := false
-	for _, c := range batch {
-		target := lb
-		if target == nil {
-			if !c.create {
-				continue // nothing to change on a load balancer that does not exist
-			}
-			target = s.newLB(name)
+	lb, changed := s.applyBatch(name, current, batch)
+	if !readNow && anyFresh(batch) && (!changed || current == nil || frontendCount(lb) == 0) {
+		var err error
+		if e, err = s.read(ctx, name); err != nil {
+			return nil, err
 		}
-		did, err := c.mutate(target)
-		if err != nil {
-			c.err = err
-			continue
-		}
-		if did {
-			lb, changed = target, true
-		}
+		current = e.lb
+		lb, changed = s.applyBatch(name, current, batch)
 	}
 	log := klog.FromContext(ctx)
 	switch {
@@ -113,6 +108,36 @@ func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh b
 		log.V(2).Info("Wrote load balancer", "loadBalancer", name, "created", current == nil)
 		return out, nil
 	}
+}
+
+// applyBatch applies the batch's mutations to a copy of current (a new
+// load balancer for a change that may create it) and reports whether any
+// changed it. Each mutation's own error goes to its change.
+func (s *Store) applyBatch(name string, current *armnetwork.LoadBalancer, batch []*change) (*armnetwork.LoadBalancer, bool) {
+	var lb *armnetwork.LoadBalancer
+	if current != nil {
+		lb = MutableCopy(current)
+	}
+	changed := false
+	for _, c := range batch {
+		c.err = nil
+		target := lb
+		if target == nil {
+			if !c.create {
+				continue // nothing to change on a load balancer that does not exist
+			}
+			target = s.newLB(name)
+		}
+		did, err := c.mutate(target)
+		if err != nil {
+			c.err = err
+			continue
+		}
+		if did {
+			lb, changed = target, true
+		}
+	}
+	return lb, changed
 }
 
 func frontendCount(lb *armnetwork.LoadBalancer) int {

@@ -553,17 +553,20 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 	// configuration (the public one, or its internal twin), plus the rules
 	// of Services placed there whose write has not landed yet: Services
 	// created together count each other.
+	// The load balancers are read before the placement lock is taken, so
+	// that concurrent placements do not wait on each other's reads.
+	lbs := map[string]*armnetwork.LoadBalancer{}
+	for _, cfgName := range p.configNames() {
+		lb, err := p.store.Get(ctx, names.LoadBalancer(cfgName, spec.Internal))
+		if err != nil {
+			return "", "", nil, err
+		}
+		lbs[cfgName] = lb
+	}
 	lbName, placed, err = p.inflight.Place(base, func(reserved map[string]int) (string, int, error) {
 		counts := map[string]int{}
-		lbs := map[string]*armnetwork.LoadBalancer{}
-		for _, cfgName := range p.configNames() {
-			name := names.LoadBalancer(cfgName, spec.Internal)
-			lb, err := p.store.Get(ctx, name)
-			if err != nil {
-				return "", 0, err
-			}
-			lbs[cfgName] = lb
-			counts[cfgName] = ruleCount(lb) + reserved[name]
+		for cfgName, lb := range lbs {
+			counts[cfgName] = ruleCount(lb) + reserved[names.LoadBalancer(cfgName, spec.Internal)]
 		}
 		cfgName, err := p.placer.PlaceService(info, counts)
 		if err != nil {
