@@ -98,6 +98,10 @@ type Options struct {
 	// ServiceGatewayPageSize is the page size of GET services and GET
 	// addressLocations; 0 means DefaultSGWPageSize.
 	ServiceGatewayPageSize int
+	// ServiceGatewayMaxServicesPerUpdate is the most serviceRequests one
+	// updateServices may hold; a longer one is refused whole (400
+	// TooManyServicesInRequest). 0 means no maximum (NRP documents none).
+	ServiceGatewayMaxServicesPerUpdate int
 }
 
 // withDefaults fills empty fields.
@@ -182,6 +186,9 @@ func (o Options) validateServiceGateway() error {
 	}
 	if o.ServiceGatewayPageSize < 1 || o.ServiceGatewayPageSize > 100000 {
 		return fmt.Errorf("emulator: service gateway page size (pageSize) %d must be between 1 and 100000", o.ServiceGatewayPageSize)
+	}
+	if o.ServiceGatewayMaxServicesPerUpdate < 0 {
+		return fmt.Errorf("emulator: ServiceGatewayMaxServicesPerUpdate %d must not be negative", o.ServiceGatewayMaxServicesPerUpdate)
 	}
 	return nil
 }

@@ -126,6 +126,20 @@ func validSGWName(n string) bool {
 
 func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
 
+// capServices refuses, before anything else of it is looked at, an
+// updateServices request with more serviceRequests than
+// Options.ServiceGatewayMaxServicesPerUpdate (when set).
+func (e *Emulator) capServices(apply sgwApply) sgwApply {
+	return func(wc *writeCtx, st *sgwState, gw obj, in obj) (func(), *armError) {
+		limit := e.opts.ServiceGatewayMaxServicesPerUpdate
+		if arr, ok := in["serviceRequests"].([]any); ok && limit > 0 && len(arr) > limit {
+			return nil, sgwBadRequest(codeTooManyServices, "The request to service gateway %s has %d service requests; at most %d are allowed in one request.",
+				stringOf(gw["id"]), len(arr), limit)
+		}
+		return apply(wc, st, gw, in)
+	}
+}
+
 // serveServiceGatewayChild serves the gateway's child routes: GET services,
 // GET addressLocations, POST updateServices, POST updateAddressLocations.
 func serveServiceGatewayChild(e *Emulator, c *reqCtx, k *kindSpec) bool {
@@ -138,7 +152,7 @@ func serveServiceGatewayChild(e *Emulator, c *reqCtx, k *kindSpec) bool {
 	case seg == "addresslocations" && c.r.Method == http.MethodGet:
 		e.listSGWLocations(c, k)
 	case seg == "updateservices" && c.r.Method == http.MethodPost:
-		e.postSGW(c, k, applyUpdateServices, true)
+		e.postSGW(c, k, e.capServices(applyUpdateServices), true)
 	case seg == "updateaddresslocations" && c.r.Method == http.MethodPost:
 		e.postSGW(c, k, applyUpdateAddressLocations, false)
 	case seg == "services" || seg == "addresslocations" || seg == "updateservices" || seg == "updateaddresslocations":

@@ -228,6 +228,48 @@ func TestServiceGatewayUpdateServices(t *testing.T) {
 	}
 }
 
+// An updateServices with more service requests than the configured
+// maximum is refused whole: nothing of it is applied.
+func TestServiceGatewayMaxServicesPerUpdate(t *testing.T) {
+	h := sgwEnv(t, Options{ServiceGatewayMaxServicesPerUpdate: 2})
+	for _, n := range []string{"a", "b", "c"} {
+		serviceLB(t, h, n)
+	}
+	if code, ec := h.post(t, "updateServices", registerBody("PartialUpdate", "a", "b", "c")); code != http.StatusBadRequest || ec != codeTooManyServices {
+		t.Fatalf("3 services with a maximum of 2: %d %s, want 400 %s", code, ec, codeTooManyServices)
+	}
+	if got := h.serviceNames(t); len(got) != 0 {
+		t.Fatalf("a refused request registered %v", got)
+	}
+	h.mustPost(t, "updateServices", registerBody("PartialUpdate", "a", "b"))
+	h.mustPost(t, "updateServices", registerBody("PartialUpdate", "c"))
+	if got := h.serviceNames(t); strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("services %v, want a,b,c", got)
+	}
+	if err := (Options{ServiceGatewayMaxServicesPerUpdate: -1}).withDefaults().validate(); err == nil {
+		t.Error("a negative maximum is accepted")
+	}
+}
+
+// serviceNames lists the names GET services returns.
+func (h *handlerEnv) serviceNames(t *testing.T) []string {
+	t.Helper()
+	rec := h.do(t, http.MethodGet, sgwPath("/services"), "", nil)
+	var page struct {
+		Value []struct {
+			Name string `json:"name"`
+		} `json:"value"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET services: %d %s", rec.Code, rec.Body)
+	}
+	var out []string
+	for _, v := range page.Value {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
 func TestServiceGatewayUpdateAddressLocations(t *testing.T) {
 	h := sgwEnv(t, Options{})
 	serviceLB(t, h, "a")

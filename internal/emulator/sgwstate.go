@@ -68,6 +68,7 @@ const (
 	codePoolNotServiceSKU    = "LoadBalancerSkuNotSupportedByServiceGateway"
 	codeLBInUseByGateway     = "LoadBalancerInUseByServiceGateway"
 	codeInvalidServiceConfig = "InvalidServiceGatewayService"
+	codeTooManyServices      = "TooManyServicesInRequest"
 )
 
 func sgwBadRequest(code, format string, args ...any) *armError {

@@ -29,6 +29,13 @@
 //     meanwhile goes in the next one. Services azlb does not own (outbound
 //     ones such as default-natgw, anything not named by a UID) are never
 //     removed from an address, nor registered, nor unregistered.
+//   - Registrations: a Service's updateServices entries (register, and its
+//     deletion's unlink and unregister) go through the registrar
+//     (registrations.go), which sends them in batches of at most
+//     azure.json's serviceGatewayUpdateServicesBatchSize, one call at a
+//     time; the Service's operation waits (errQueued) and resumes with its
+//     own answer. A batch the gateway refuses (400/422) is split in halves
+//     until the refused entries are alone, so the others' changes are kept.
 //   - Deletion drains first: the Service's addresses leave the gateway,
 //     then its pool is unlinked, its load balancer deleted, it is
 //     unregistered, its public IP deleted and the finalizers removed. A

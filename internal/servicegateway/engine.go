@@ -166,6 +166,10 @@ type Controller struct {
 	svcQueue workqueue.TypedRateLimitingInterface[string]
 	epQueue  workqueue.TypedRateLimitingInterface[string]
 	locQueue workqueue.TypedRateLimitingInterface[string]
+	// regQueue has one key: the registrar (registrations.go).
+	regQueue workqueue.TypedDelayingInterface[string]
+	// regBatch is the most services one updateServices carries.
+	regBatch int
 
 	// mu guards everything below. No ARM or Kubernetes call is made while
 	// it is held.
@@ -179,11 +183,20 @@ type Controller struct {
 	// refreshNRP: the mirror of the address locations may be wrong (NRP
 	// refused to unregister a service it still maps); read them again.
 	refreshNRP bool
+	// regPending are the updateServices entries to send, oldest first;
+	// regWaiting the Services with one queued or in flight (by kind);
+	// regFailures the refusals and failures their operations have not read
+	// yet.
+	regPending  []regEntry
+	regWaiting  map[string]regKind
+	regFailures map[string]regFailure
 
 	initOnce    sync.Once
 	initialized chan struct{}
-	// working counts the work items being processed.
+	// working counts the work items being processed; svcBusy those of
+	// the Service workers.
 	working atomic.Int32
+	svcBusy atomic.Int32
 }
 
 // busy reports whether a worker is processing an item.
@@ -224,6 +237,9 @@ func NewController(o Options) (*Controller, error) {
 		svcNodes:    map[string]map[string]struct{}{},
 		nodeLocs:    map[string][2]netip.Addr{},
 		tracker:     newDiffTracker(),
+		regBatch:    o.Config.UpdateServicesBatchSize(),
+		regWaiting:  map[string]regKind{},
+		regFailures: map[string]regFailure{},
 		initialized: make(chan struct{}),
 	}
 	if e.opTimeout <= 0 {
@@ -238,11 +254,8 @@ func NewController(o Options) (*Controller, error) {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: endpointsQueueName, Clock: clk})
 	e.locQueue = workqueue.NewTypedRateLimitingQueueWithConfig[string](newBackoff(locationsBackoffBase, locationsBackoffCap),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: locationsQueueName, Clock: clk})
-	shutdown := func() {
-		e.svcQueue.ShutDown()
-		e.epQueue.ShutDown()
-		e.locQueue.ShutDown()
-	}
+	e.regQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: registrationsQueueName, Clock: clk})
+	shutdown := e.shutDownQueues
 	// A Service's slices are found through an index, not by scanning the
 	// namespace; an informer already running cannot take one.
 	e.bySvc = listerSlices{e.slices}
@@ -301,11 +314,7 @@ func (e *Controller) Run(ctx context.Context, workers int) error {
 	}
 	log := klog.FromContext(ctx).WithName("servicegateway")
 	ctx = klog.NewContext(ctx, log)
-	defer func() {
-		e.svcQueue.ShutDown()
-		e.epQueue.ShutDown()
-		e.locQueue.ShutDown()
-	}()
+	defer e.shutDownQueues()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, e.synced...) {
 		if ctx.Err() != nil {
 			return nil
@@ -333,14 +342,24 @@ func (e *Controller) Run(ctx context.Context, workers int) error {
 		for e.processNextLocations(ctx) {
 		}
 	})
+	wg.Go(func() {
+		for e.processNextRegistrations(ctx) {
+		}
+	})
 	wg.Go(func() { e.housekeeping(ctx) })
 	<-ctx.Done()
-	e.svcQueue.ShutDown()
-	e.epQueue.ShutDown()
-	e.locQueue.ShutDown()
+	e.shutDownQueues()
 	wg.Wait()
 	log.Info("Stopped pod-based load balancing")
 	return nil
+}
+
+// shutDownQueues stops every work queue.
+func (e *Controller) shutDownQueues() {
+	e.svcQueue.ShutDown()
+	e.epQueue.ShutDown()
+	e.locQueue.ShutDown()
+	e.regQueue.ShutDown()
 }
 
 // housekeeping refreshes the gauges every 30 s and marks every address for

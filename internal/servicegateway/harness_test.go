@@ -397,7 +397,8 @@ func (h *harness) idle() {
 	h.t.Helper()
 	testutil.Poll(h.t, waitFor, "engine idle", func() bool {
 		e := h.engine
-		return e.svcQueue.Len() == 0 && e.epQueue.Len() == 0 && e.locQueue.Len() == 0 && !e.busy()
+		return e.svcQueue.Len() == 0 && e.epQueue.Len() == 0 && e.locQueue.Len() == 0 && e.regQueue.Len() == 0 &&
+			!e.busy() && !e.registrationsPending()
 	})
 }
 

@@ -43,9 +43,15 @@ func (e *Controller) processNextService(ctx context.Context) bool {
 	if quit {
 		return false
 	}
-	defer e.svcQueue.Done(uid)
 	e.working.Add(1)
+	e.svcBusy.Add(1)
+	// Deferred calls run in reverse: the registrar is poked once this
+	// worker no longer counts as a Service worker, and before the engine
+	// can look idle.
 	defer e.working.Add(-1)
+	defer e.pokeRegistrar()
+	defer e.svcBusy.Add(-1)
+	defer e.svcQueue.Done(uid)
 	done := e.health.Busy()
 	defer done()
 	op, gen, deleting, err := e.syncService(ctx, uid)
@@ -69,11 +75,18 @@ func (e *Controller) syncService(ctx context.Context, uid string) (op string, ge
 		return "", 0, false, nil
 	}
 	snap := *st
+	if e.registrationWaitingLocked(uid) {
+		// Its updateServices entry is queued or in flight; the registrar
+		// queues it again with the answer.
+		e.mu.Unlock()
+		return "", snap.gen, snap.deleting, errQueued
+	}
 	op = opUpdate
 	switch {
 	case st.deleting:
 		op = opDelete
-	case st.applied == nil && !e.tracker.Ready(uid):
+	case st.applied == nil && !e.tracker.Ready(uid), st.op == opCreate && !st.started.IsZero():
+		// A create goes on after its registration was sent (errQueued).
 		op = opCreate
 	}
 	if st.started.IsZero() || st.op != op {
@@ -107,6 +120,8 @@ func (e *Controller) finish(ctx context.Context, uid, op string, gen int64, dele
 	switch {
 	case errors.Is(err, errDraining):
 		return // the address updater queues it when drained (teardown set draining)
+	case errors.Is(err, errQueued):
+		return // the registrar queues it with the answer
 	case err == nil || errors.Is(err, errSuperseded):
 		if err == nil && op != "" && !superseded {
 			metrics.ObserveServiceGatewayOperation(op, e.clock.Since(st.started))
@@ -259,14 +274,13 @@ func (e *Controller) provision(ctx context.Context, snap *svcState) error {
 	pools, registered := e.tracker.Registered(snap.uid)
 	e.mu.Unlock()
 	if !registered || len(pools) != 1 || !strings.EqualFold(pools[0], e.poolID(snap.uid)) {
-		if err := e.gw.UpdateServices(ctx, e.rg, names.ServiceGateway, e.registration(snap.uid, true)); err != nil {
-			return fmt.Errorf("service gateway registration: %w", err)
+		// The registrar records a success in the tracker and queues the
+		// Service again, which then finds it registered.
+		err := e.updateService(snap.uid, regRegister)
+		if errors.Is(err, errQueued) {
+			return err
 		}
-		e.mu.Lock()
-		e.tracker.SetRegistered(snap.uid, []string{e.poolID(snap.uid)})
-		e.updateReadyLocked(snap.uid)
-		e.mu.Unlock()
-		log.V(2).Info("Registered in the service gateway")
+		return fmt.Errorf("service gateway registration: %w", err)
 	}
 	e.locQueue.Add(locationsKey)
 	if err := e.ensureIngress(ctx, svc, snap.pipIP, spec.family); err != nil {
@@ -317,6 +331,7 @@ func (e *Controller) forgetLocked(uid string) {
 	}
 	e.tracker.SetReady(uid, false)
 	e.tracker.SetDesired(uid, nil)
+	delete(e.regFailures, uid)
 }
 
 // updateReadyLocked sets whether the Service's addresses may be sent:
@@ -342,7 +357,7 @@ func (e *Controller) teardown(ctx context.Context, snap *svcState) error {
 	e.mu.Lock()
 	e.updateReadyLocked(uid)
 	mapped := e.tracker.Mapped(uid)
-	_, registered := e.tracker.Registered(uid)
+	pools, registered := e.tracker.Registered(uid)
 	if st := e.states[uid]; st != nil && mapped {
 		// Set before the address updater can run, so that it finds the
 		// Service waiting when it has drained it.
@@ -353,8 +368,11 @@ func (e *Controller) teardown(ctx context.Context, snap *svcState) error {
 		e.locQueue.Add(locationsKey)
 		return errDraining
 	}
-	if registered {
-		if err := e.gw.UpdateServices(ctx, e.rg, names.ServiceGateway, e.registration(uid, false)); err != nil && azure.Classify(err) != azure.ClassStale {
+	if registered && len(pools) > 0 {
+		// A success leaves it registered without pool in the tracker.
+		if err := e.updateService(uid, regUnlink); errors.Is(err, errQueued) {
+			return err
+		} else if err != nil && azure.Classify(err) != azure.ClassStale {
 			metrics.CountServiceGatewayDeleteStepFailure("unlink")
 			return fmt.Errorf("unlink the pool from the service gateway: %w", err)
 		}
@@ -369,8 +387,12 @@ func (e *Controller) teardown(ctx context.Context, snap *svcState) error {
 		log.V(2).Info("Deleted load balancer")
 	}
 	if registered {
-		err := e.gw.UpdateServices(ctx, e.rg, names.ServiceGateway, e.unregistration(uid))
+		// A success removes it from the tracker: the next attempt finds
+		// this step done.
+		err := e.updateService(uid, regUnregister)
 		switch {
+		case errors.Is(err, errQueued):
+			return err
 		case isOverlayMappings(err):
 			// NRP still maps addresses to it: the mirror was wrong. Read the
 			// address locations again and drain before the next attempt.
