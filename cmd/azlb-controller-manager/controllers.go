@@ -173,7 +173,7 @@ func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.Co
 			return nil, false, err
 		}
 		c, err := adminstate.NewController(cfg.SharedInformers.Core().V1().Nodes(), mgr,
-			provider.NewRecorder(ctx, client, "azlb-admin-state-controller"), nil)
+			provider.NewRecorder(ctx, client, "azlb-admin-state-controller"), nil, adminstate.WithDrainedCondition(client))
 		if err != nil {
 			return nil, false, err
 		}

@@ -40,7 +40,7 @@ func startDrift(flags *azlbFlags) app.InitFuncConstructor {
 				Services: f.Core().V1().Services().Lister(),
 				Nodes:    f.Core().V1().Nodes().Lister(),
 				Serves:   flags.class.Owns,
-				Recorder: provider.NewRecorder(ctx, client, "azlb-drift"),
+				Recorder: provider.NewRecorder(ctx, client, "azlb-drift-controller"),
 			})
 			if err != nil {
 				return nil, false, err

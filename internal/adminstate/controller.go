@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -24,6 +25,7 @@ import (
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/health"
+	"github.com/azlb/azlb/internal/lbstore"
 )
 
 // Queue names (workqueue metrics).
@@ -60,6 +62,9 @@ type Controller struct {
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 	health   *health.Worker
+	// kube writes the LoadBalancerDrained node condition; nil: none is
+	// written (WithDrainedCondition).
+	kube kubernetes.Interface
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	limiter workqueue.TypedRateLimiter[string] // the queue's
@@ -75,19 +80,29 @@ type Controller struct {
 	states map[types.UID]nodeRecord
 	// uids maps a node name to the UID last synced under it.
 	uids map[string]types.UID
+	// drained is the LoadBalancerDrained status the controller last wrote
+	// for a node UID: it wins over the informer's copy, which may not show
+	// the write yet.
+	drained map[types.UID]v1.ConditionStatus
 }
 
 type nodeRecord struct {
 	name    string
 	state   State
 	reasons []string
+	// since is when the controller first applied the state successfully
+	// for this node UID (for Down: when Down took effect, or, after a
+	// restart, was verified).
+	since time.Time
+	// pools last held the node (an apply that made ARM calls).
+	pools []lbstore.PoolRef
 }
 
 // NewController builds the controller and registers its node handler.
 // nodes must come from a started (or soon started) informer. recorder
 // records the node events (nil drops them); clk drives the workqueue (nil:
 // the real clock). Call Run.
-func NewController(nodes coreinformers.NodeInformer, mgr *Manager, recorder record.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+func NewController(nodes coreinformers.NodeInformer, mgr *Manager, recorder record.EventRecorder, clk clock.WithTicker, opts ...Option) (*Controller, error) {
 	if nodes == nil || mgr == nil {
 		return nil, errors.New("adminstate: NewController: nodes and mgr are required")
 	}
@@ -107,8 +122,12 @@ func NewController(nodes coreinformers.NodeInformer, mgr *Manager, recorder reco
 		limiter:  limiter,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueAdminState, Clock: clk}),
-		states: map[types.UID]nodeRecord{},
-		uids:   map[string]types.UID{},
+		states:  map[types.UID]nodeRecord{},
+		uids:    map[string]types.UID{},
+		drained: map[types.UID]v1.ConditionStatus{},
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	reg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, _ bool) { c.onNodeAdd(obj) },
@@ -204,6 +223,7 @@ func (c *Controller) onNodeDelete(obj any) {
 func (c *Controller) forget(name string, uid types.UID) {
 	c.mu.Lock()
 	delete(c.states, uid)
+	delete(c.drained, uid)
 	if c.uids[name] == uid {
 		delete(c.uids, name)
 	}
@@ -333,7 +353,9 @@ func (c *Controller) syncNodes(ctx context.Context, keys []string) {
 		}
 		c.queue.Forget(node.Name)
 		reasons := c.mgr.OutOfServiceReasons(node)
-		if !c.record(node, t.State, reasons) {
+		changed := c.record(node, t.State, reasons, r)
+		c.syncDrained(ctx, node, t.State)
+		if !changed {
 			continue
 		}
 		log.Info("Backend admin state applied", "node", node.Name, "state", t.State, "reasons", reasons,
@@ -384,6 +406,7 @@ func (c *Controller) adopt(node *v1.Node) {
 	if ok && old != node.UID {
 		c.mu.Lock()
 		delete(c.states, old)
+		delete(c.drained, old)
 		c.mu.Unlock()
 		c.mgr.Forget(old)
 	}
@@ -402,22 +425,32 @@ func (c *Controller) forgetName(name string) {
 // differs from the previous one (a node not in the out-of-service set is
 // None). A node deleted or replaced while its state was being applied is
 // not recorded (and gets no event): its record would outlive it.
-func (c *Controller) record(node *v1.Node, s State, reasons []string) bool {
+//
+// The record keeps when the state was first applied and, from applies that
+// made ARM calls (not Skipped), the pools that hold the node.
+func (c *Controller) record(node *v1.Node, s State, reasons []string, r Result) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.uids[node.Name] != node.UID {
 		return false
 	}
-	prev := StateNone
-	if r, ok := c.states[node.UID]; ok {
-		prev = r.state
+	prev, ok := c.states[node.UID]
+	if !ok {
+		prev = nodeRecord{state: StateNone}
 	}
 	if sameState(s, StateNone) {
 		delete(c.states, node.UID)
-	} else {
-		c.states[node.UID] = nodeRecord{name: node.Name, state: s, reasons: reasons}
+		return !sameState(prev.state, s)
 	}
-	return !sameState(prev, s)
+	rec := nodeRecord{name: node.Name, state: s, reasons: reasons, since: c.clock.Now(), pools: poolRefs(r)}
+	if sameState(prev.state, s) {
+		rec.since = prev.since
+		if r.Skipped {
+			rec.pools = prev.pools
+		}
+	}
+	c.states[node.UID] = rec
+	return !sameState(prev.state, s)
 }
 
 // OutOfService returns the names of the nodes the controller has taken out

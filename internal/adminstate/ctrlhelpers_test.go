@@ -47,11 +47,22 @@ func newCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, objs ...runtime.
 // newPolicyCtrlEnv is newCtrlEnv with the Manager's pool-entry policy.
 func newPolicyCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, policy backendpool.Policy, objs ...runtime.Object) *ctrlEnv {
 	t.Helper()
+	return newOptsCtrlEnv(t, f, clk, policy, false, objs...)
+}
+
+// newOptsCtrlEnv is newPolicyCtrlEnv; drained: the controller writes the
+// LoadBalancerDrained condition through the fake clientset.
+func newOptsCtrlEnv(t testing.TB, f *fakeARM, clk clock.WithTicker, policy backendpool.Policy, drained bool, objs ...runtime.Object) *ctrlEnv {
+	t.Helper()
 	kube := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	mgr := newPolicyManager(t, f, policy)
 	ev := &eventLog{}
-	c, err := NewController(factory.Core().V1().Nodes(), mgr, ev, clk)
+	var opts []Option
+	if drained {
+		opts = append(opts, WithDrainedCondition(kube))
+	}
+	c, err := NewController(factory.Core().V1().Nodes(), mgr, ev, clk, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

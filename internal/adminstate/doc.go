@@ -46,6 +46,17 @@
 //     a deleted node costs no Azure call. Every node seen (initial list and
 //     new nodes) is verified once, which costs GETs only when nothing is
 //     wrong.
+//   - With WithDrainedCondition, the controller also maintains the node
+//     condition LoadBalancerDrained (drained.go): True once Down has been in
+//     effect on every entry of the node (or no pool holds it) for the pools'
+//     drain period (Manager.DrainPeriod), with lastTransitionTime = when
+//     Down took effect + the drain period (the node is requeued on the
+//     clock for then); False when None is applied to a node that was True;
+//     never written for a node never taken out of service. It is patched
+//     (strategic merge of nodes/status, the node's UID as precondition)
+//     only when its status changes; after a restart a node already True is
+//     not written, and a Down node without it waits one drain period from
+//     the re-verification.
 //   - A PreemptScheduled event about a node adds the spot-eviction taint
 //     (NoSchedule) once, through a second queue. Events from the informer's
 //     initial list (they predate the controller), older than

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -137,6 +138,12 @@ func NewManager(store *lbstore.Store, opts ManagerOptions) (*Manager, error) {
 // pools of either family.
 func (m *Manager) Pooled(n *v1.Node) bool {
 	return m.policy.Pooled(n, v1.IPv4Protocol) || m.policy.Pooled(n, v1.IPv6Protocol)
+}
+
+// DrainPeriod is the drain period of the pools azlb owns
+// (loadBalancerBackendPoolDrainPeriodInSeconds; 0 when unset).
+func (m *Manager) DrainPeriod() time.Duration {
+	return time.Duration(m.policy.DrainPeriodInSeconds) * time.Second
 }
 
 // OutOfServiceReasons lists the node's taints that take it out of rotation

@@ -20,7 +20,7 @@ import (
 )
 
 // ControllerName is the drift controller's name in --controllers.
-const ControllerName = "azlb-drift"
+const ControllerName = "drift-repair"
 
 // EventReasonDriftRepaired (Normal): a pass wrote back what the Service
 // calls for; the message names what was written.

@@ -137,7 +137,7 @@ func TestDeploymentDefaults(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--cloud-config=/etc/azlb/azure.json",
-		"--controllers=service-lb-controller,cloud-node-controller,cloud-node-lifecycle-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway,azlb-drift",
+		"--controllers=service-lb-controller,cloud-node-controller,cloud-node-lifecycle-controller,node-admin-state,spot-eviction,local-service-pools,service-gateway,drift-repair",
 		"--use-service-account-credentials",
 		"--leader-elect=true",
 		"--leader-elect-resource-name=azlb-controller-manager",
@@ -276,8 +276,9 @@ func TestRBACIsPerIdentityAndLeastPrivilege(t *testing.T) {
 		allows(gw, "", "services", "delete") || allows(gw, "", "nodes", "patch") {
 		t.Error("service-gateway controller: want Service update (its finalizer) and status patch, no Service delete, no node writes")
 	}
-	if allows(roles["azlb-admin-state-controller"].Rules, "", "nodes", "patch") {
-		t.Error("admin-state controller may patch nodes; it writes only Azure and events")
+	if as := roles["azlb-admin-state-controller"].Rules; allows(as, "", "nodes", "patch") || allows(as, "", "nodes", "update") ||
+		allows(as, "", "nodes/status", "update") || !allows(as, "", "nodes/status", "patch") {
+		t.Error("admin-state controller: want nodes/status patch (its LoadBalancerDrained condition) and no other node writes")
 	}
 	if allows(roles["azlb-controller-manager"].Rules, "", "services/status", "patch") || !allows(roles["azlb-controller-manager"].Rules, "discovery.k8s.io", "endpointslices", "watch") {
 		t.Error("manager: want the informers' reads and no writes")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/adminstate"
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/devenv"
@@ -40,6 +42,11 @@ import (
 // Wanted: no new connection fails (the taint takes the node Down before its
 // VM goes) and no session is reset (Down keeps established flows, and the
 // pool's drain period keeps them once the node has left the pool).
+//
+// Then a third node is tainted and stays: its LoadBalancerDrained condition
+// must turn True no sooner than the drain period after the taint (what
+// `kubectl wait --for=condition=LoadBalancerDrained` waits for), and False
+// when the taint is removed.
 func TestScaleDownDrain(t *testing.T) {
 	ctx := context.Background()
 	public, nodes := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
@@ -88,7 +95,7 @@ func TestScaleDownDrain(t *testing.T) {
 		}
 		return true, nil
 	})
-	logDrainPeriod(t, env)
+	drain := logDrainPeriod(t, env)
 	frontend := netip.AddrPortFrom(ingress, uint16(svc.Spec.Ports[0].Port))
 
 	type order struct {
@@ -129,6 +136,68 @@ func TestScaleDownDrain(t *testing.T) {
 	if failed {
 		t.Error("a scale-down failed new connections or reset established ones; want 0 and 0")
 	}
+	checkDrainedCondition(t, names[2], drain)
+}
+
+// checkDrainedCondition taints the node for deletion and waits, as
+// `kubectl wait --for=condition=LoadBalancerDrained node/NAME
+// --timeout=<drain period + 60s>` does, for its LoadBalancerDrained
+// condition; it must not be True before the drain period has passed since
+// the taint. Removing the taint must turn it False.
+func checkDrainedCondition(t *testing.T, node string, drain time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	tainted := time.Now()
+	if err := taintForDeletion(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	var cond v1.NodeCondition
+	eventually(t, drain+60*time.Second, "LoadBalancerDrained True on "+node, func(ctx context.Context) (bool, error) {
+		c, ok := drainedCondition(ctx, node)
+		cond = c
+		return ok && c.Status == v1.ConditionTrue, nil
+	})
+	seen := time.Since(tainted)
+	t.Logf("LoadBalancerDrained True on %s seen %v after the taint (drain period %v); lastTransitionTime taint + %v; reason %s: %s",
+		node, seen.Round(time.Millisecond), drain, cond.LastTransitionTime.Sub(tainted.Truncate(time.Second)), cond.Reason, cond.Message)
+	if seen < drain || cond.LastTransitionTime.Time.Before(tainted.Truncate(time.Second).Add(drain)) {
+		t.Errorf("LoadBalancerDrained True %v after the taint (lastTransitionTime %v), before the drain period %v had passed",
+			seen, cond.LastTransitionTime.Time, drain)
+	}
+	if err := untaint(ctx, node, "ToBeDeletedByClusterAutoscaler"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "LoadBalancerDrained False on "+node, func(ctx context.Context) (bool, error) {
+		c, ok := drainedCondition(ctx, node)
+		return ok && c.Status == v1.ConditionFalse, nil
+	})
+}
+
+// drainedCondition returns the node's LoadBalancerDrained condition.
+func drainedCondition(ctx context.Context, node string) (v1.NodeCondition, bool) {
+	n, err := suite.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return v1.NodeCondition{}, false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == adminstate.ConditionLoadBalancerDrained {
+			return c, true
+		}
+	}
+	return v1.NodeCondition{}, false
+}
+
+// untaint removes the node's taints with the key.
+func untaint(ctx context.Context, node, key string) error {
+	n, err := suite.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn v1.Taint) bool { return tn.Key == key })
+	if _, err := suite.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("untaint %s: %w", node, err)
+	}
+	return nil
 }
 
 // taintForDeletion adds the cluster autoscaler's deletion taint, as it does
@@ -153,8 +222,8 @@ func deleteNode(t *testing.T, node string) {
 	}
 }
 
-// logDrainPeriod logs the cluster pool's drainPeriodInSeconds.
-func logDrainPeriod(t *testing.T, env *devenv.Env) {
+// logDrainPeriod logs and returns the cluster pool's drainPeriodInSeconds.
+func logDrainPeriod(t *testing.T, env *devenv.Env) time.Duration {
 	t.Helper()
 	c, err := env.Clients(context.Background(), azure.ClientOptions{Source: "e2e"})
 	if err != nil {
@@ -170,6 +239,7 @@ func logDrainPeriod(t *testing.T, env *devenv.Env) {
 		d = p.Properties.DrainPeriodInSeconds
 	}
 	t.Logf("cluster pool %s/%s: drainPeriodInSeconds %v", lbName, lbName, ptr.Deref(d, 0))
+	return time.Duration(ptr.Deref(d, 0)) * time.Second
 }
 
 // sessions are keep-alive connections that one node answers, each sending a
