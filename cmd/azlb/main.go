@@ -38,6 +38,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/sandbox"
@@ -234,6 +235,7 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	snap.Policy = backendpool.PolicyFromConfig(cfg) // the configured loadBalancerAdminStateTaints
 	snap.Class = *class
 	if cfg.PodIPMode() {
 		if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {

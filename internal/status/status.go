@@ -38,6 +38,10 @@ type Snapshot struct {
 	Services map[string]string
 	// Nodes maps node names to nodes, for taints; may be empty.
 	Nodes map[string]*v1.Node
+	// Policy says which taints take a node out of rotation
+	// (backendpool.PolicyFromConfig); the zero Policy uses the default
+	// loadBalancerAdminStateTaints.
+	Policy backendpool.Policy
 	// Owners maps the owners of NIC-based members (backendpool.EntryKey:
 	// a scale set VM's or a NIC's lower-cased id) to node names.
 	Owners map[string]string
@@ -235,7 +239,7 @@ func (s *Snapshot) reasons(node string) string {
 	if n == nil {
 		return "-"
 	}
-	return cmp.Or(strings.Join(backendpool.OutOfServiceReasons(n), ","), "-")
+	return cmp.Or(strings.Join(s.Policy.OutOfServiceReasons(n), ","), "-")
 }
 
 func rulesOf(p *armnetwork.LoadBalancerPropertiesFormat, frontend string) string {

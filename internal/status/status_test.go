@@ -2,6 +2,8 @@ package status
 
 import (
 	"bytes"
+	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/config"
 	"maps"
 	"strings"
 	"testing"
@@ -326,5 +328,22 @@ func TestRenderMarksAnotherImplementationsServices(t *testing.T) {
 	want = map[string]string{"aweb": "demo/web (not azlb's) | -", "aaks": "demo/aks | Internet"}
 	if got := rows(); !maps.Equal(got, want) {
 		t.Errorf("without a class: %v, want %v", got, want)
+	}
+}
+
+// The REASONS column follows the configured loadBalancerAdminStateTaints,
+// not only the default list.
+func TestReasonsFollowTheConfiguredTaints(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: v1.NodeSpec{Taints: []v1.Taint{
+		{Key: "example.com/maintenance", Effect: v1.TaintEffectNoSchedule},
+	}}}
+	cfg := &config.Config{LoadBalancerAdminStateTaints: &[]string{"example.com/maintenance"}}
+	snap := &Snapshot{Nodes: map[string]*v1.Node{"n1": node}}
+	if got := snap.reasons("n1"); got != "-" {
+		t.Fatalf("default taints: %q, want -", got)
+	}
+	snap.Policy = backendpool.PolicyFromConfig(cfg)
+	if got := snap.reasons("n1"); !strings.Contains(got, "example.com/maintenance") {
+		t.Fatalf("configured taints: %q, want example.com/maintenance", got)
 	}
 }
