@@ -81,6 +81,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
 	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
 	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
+	sgwMax := fs.Int("sgw-max-services-per-update", 0, "most serviceRequests one updateServices may hold; a longer one is refused whole (0: no maximum, as NRP documents none)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
@@ -111,7 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		InternetPrefixes: internet, ServiceTags: sec.tags,
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
-		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage,
+		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage, ServiceGatewayMaxServicesPerUpdate: *sgwMax,
 		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret,
 	}, *listen, *plain)
 	if err != nil {

@@ -191,3 +191,13 @@ func TestVersionFlagPrintsVersionAndServesNothing(t *testing.T) {
 		t.Errorf("--version printed %q, want the program name and its build", out.String())
 	}
 }
+
+// The updateServices cap reaches the emulator's options (a negative one is
+// refused by them, naming it).
+func TestServeSGWMaxServicesPerUpdate(t *testing.T) {
+	var out, errOut syncBuffer
+	if code := serve(context.Background(), []string{"--sgw-max-services-per-update", "-1", "--listen", "127.0.0.1:0"}, &out, &errOut); code == 0 ||
+		!strings.Contains(errOut.String(), "ServiceGatewayMaxServicesPerUpdate") {
+		t.Errorf("exit %d, stderr %q; want a refusal naming ServiceGatewayMaxServicesPerUpdate", code, errOut.String())
+	}
+}
