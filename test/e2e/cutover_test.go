@@ -114,11 +114,16 @@ func TestTrafficCutover(t *testing.T) {
 }
 
 func taintOutOfService(ctx context.Context, node string) error {
+	return addTaint(ctx, node, v1.Taint{Key: backendpool.TaintOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute})
+}
+
+// addTaint adds a taint to the node (one read and one update).
+func addTaint(ctx context.Context, node string, tn v1.Taint) error {
 	n, err := suite.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: backendpool.TaintOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute})
+	n.Spec.Taints = append(n.Spec.Taints, tn)
 	if _, err := suite.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("taint %s: %w", node, err)
 	}

@@ -203,16 +203,8 @@ func untaint(ctx context.Context, node, key string) error {
 // taintForDeletion adds the cluster autoscaler's deletion taint, as it does
 // (the value is the Unix time).
 func taintForDeletion(ctx context.Context, node string) error {
-	n, err := suite.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "ToBeDeletedByClusterAutoscaler",
+	return addTaint(ctx, node, v1.Taint{Key: "ToBeDeletedByClusterAutoscaler",
 		Value: strconv.FormatInt(time.Now().Unix(), 10), Effect: v1.TaintEffectNoSchedule})
-	if _, err := suite.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("taint %s: %w", node, err)
-	}
-	return nil
 }
 
 func deleteNode(t *testing.T, node string) {
