@@ -3,6 +3,7 @@ package annotations
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -182,12 +183,18 @@ func Parse(svc *v1.Service) (*ServiceSpec, error) {
 
 // azureName validates a resource name value; blank means unset.
 func (p *parser) azureName(key, value string) string {
+	return p.matching(key, value, azureNameRE, azureNameRule)
+}
+
+// matching returns the trimmed value when re matches it, "" when it is
+// blank (unset), and otherwise records an Error with rule.
+func (p *parser) matching(key, value string, re *regexp.Regexp, rule string) string {
 	v := strings.TrimSpace(value)
 	if v == "" {
 		return ""
 	}
-	if !azureNameRE.MatchString(v) {
-		p.fail(&Error{Key: key, Value: value, Rule: azureNameRule})
+	if !re.MatchString(v) {
+		p.fail(&Error{Key: key, Value: value, Rule: rule})
 		return ""
 	}
 	return v

@@ -65,15 +65,7 @@ func init() {
 
 // prefixID validates a public IP prefix id; blank means unset.
 func (p *parser) prefixID(key, value string) string {
-	v := strings.TrimSpace(value)
-	if v == "" {
-		return ""
-	}
-	if !prefixIDRE.MatchString(v) {
-		p.fail(&Error{Key: key, Value: value, Rule: prefixIDRule})
-		return ""
-	}
-	return v
+	return p.matching(key, value, prefixIDRE, prefixIDRule)
 }
 
 // parseIPTags reads "Type=Tag,Type2=Tag2" (the Azure cloud provider's
