@@ -177,6 +177,9 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	if ae := checkRuleBackendPorts(rules); ae != nil {
 		return nil, ae
 	}
+	if ae := checkRuleFrontendPorts(rules); ae != nil {
+		return nil, ae
+	}
 	natRules, ae := normChildren(props, "inboundNatRules", lbID, natRuleType, "properties", natRuleReadOnly,
 		func(rname, rid string, cp obj, path string) *armError { return normNatRule(ix, rid, cp, path) })
 	if ae != nil {
@@ -957,6 +960,47 @@ func checkServiceSKU(lbID, scope string, frontends, probes []any) *armError {
 			"Load balancer %s has scope %s but %s frontends.", lbID, scope, strings.ToLower(want))
 	}
 	return nil
+}
+
+// checkRuleFrontendPorts rejects two rules that take the same protocol and
+// frontend port of one frontend (a frontend is the three-tuple address,
+// protocol, port), and a rule of protocol All (HA ports) beside any other
+// rule on its frontend. Azure's code for this is not documented: the
+// strictest reading, with the code below (docs/emulator.md).
+func checkRuleFrontendPorts(rules []any) *armError {
+	seen := map[string]string{}
+	all := map[string]string{}
+	other := map[string]string{}
+	for _, r := range rules {
+		ro := r.(obj)
+		cp := propsOf(ro)
+		fe := ""
+		if f, ok := cp["frontendIPConfiguration"].(obj); ok {
+			fe = strings.ToLower(stringOf(f["id"]))
+		}
+		id := stringOf(ro["id"])
+		proto := strings.ToLower(stringOf(cp["protocol"]))
+		if proto == "all" {
+			if prev, ok := other[fe]; ok {
+				return errFrontendPortTaken(prev, id, fe)
+			}
+			all[fe] = id
+		} else if prev, ok := all[fe]; ok {
+			return errFrontendPortTaken(prev, id, fe)
+		}
+		key := fe + "|" + proto + "|" + fmt.Sprint(cp["frontendPort"])
+		if prev, dup := seen[key]; dup {
+			return errFrontendPortTaken(prev, id, fe)
+		}
+		seen[key] = id
+		other[fe] = id
+	}
+	return nil
+}
+
+func errFrontendPortTaken(a, b, fe string) *armError {
+	return nrpError(http.StatusBadRequest, "LoadBalancingRulesUseSameFrontendIPConfigurationProtocolAndPort",
+		"Load balancing rules %s and %s use the same frontend IP configuration %s, protocol and frontend port (or one takes all ports).", a, b, fe)
 }
 
 // checkRuleBackendPorts rejects two rules without floating IP that send the

@@ -230,3 +230,29 @@ func TestLoadBalancerBackReferencesAndPublicIPLink(t *testing.T) {
 	}
 	h.mustDo(t, 202, http.MethodDelete, netPath("rg", "publicIPAddresses", "pip"), "")
 }
+
+// Two Services sharing a frontend cannot take the same port: Azure refuses
+// two rules on one frontend with the same protocol and frontend port.
+func TestRulesOnOneFrontendNeedDistinctPorts(t *testing.T) {
+	if ae := checkRuleFrontendPorts([]any{
+		obj{"id": "r1", "properties": obj{"frontendIPConfiguration": obj{"id": "FE"}, "protocol": "Tcp", "frontendPort": 80.0}},
+		obj{"id": "r2", "properties": obj{"frontendIPConfiguration": obj{"id": "fe"}, "protocol": "Udp", "frontendPort": 80.0}},
+		obj{"id": "r3", "properties": obj{"frontendIPConfiguration": obj{"id": "other"}, "protocol": "Tcp", "frontendPort": 80.0}},
+	}); ae != nil {
+		t.Fatalf("distinct protocols or frontends refused: %v", ae)
+	}
+	for name, rules := range map[string][]any{
+		"same port": {
+			obj{"id": "r1", "properties": obj{"frontendIPConfiguration": obj{"id": "FE"}, "protocol": "Tcp", "frontendPort": 80.0}},
+			obj{"id": "r2", "properties": obj{"frontendIPConfiguration": obj{"id": "fe"}, "protocol": "Tcp", "frontendPort": 80.0}},
+		},
+		"HA ports beside a rule": {
+			obj{"id": "r1", "properties": obj{"frontendIPConfiguration": obj{"id": "fe"}, "protocol": "Tcp", "frontendPort": 80.0}},
+			obj{"id": "r2", "properties": obj{"frontendIPConfiguration": obj{"id": "fe"}, "protocol": "All", "frontendPort": 0.0}},
+		},
+	} {
+		if ae := checkRuleFrontendPorts(rules); ae == nil || ae.code != "LoadBalancingRulesUseSameFrontendIPConfigurationProtocolAndPort" {
+			t.Errorf("%s: %v, want LoadBalancingRulesUseSameFrontendIPConfigurationProtocolAndPort", name, ae)
+		}
+	}
+}

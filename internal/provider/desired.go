@@ -28,6 +28,25 @@ type frontendInput struct {
 	// existing one (Azure cannot change them). Public frontends take
 	// their zones from their public IP.
 	zones []*string
+	// requested: privateIP is the address the Service asks for (one it can
+	// share with other Services), not one it keeps from before.
+	requested bool
+	// address is the frontend's address when known before the write (the
+	// public IP's, or the requested private one), for messages.
+	address string
+	// sharedID, when set, is the id of another Service's frontend with the
+	// same address (a shared IP, sharedip.go): the rules use it and the
+	// Service has no frontend of its own for the family.
+	sharedID string
+}
+
+// requestedPrivateIP is the private address the Service asks for, "" when
+// it asks for none.
+func (in frontendInput) requestedPrivateIP() string {
+	if in.requested {
+		return in.privateIP
+	}
+	return ""
 }
 
 // serviceLBState is the part of a load balancer one Service owns for one IP
@@ -62,8 +81,12 @@ type desiredInput struct {
 func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 	svc, spec := in.svc, in.spec
 	fe := names.Frontend(svc, in.frontend.family)
-	st := &serviceLBState{frontend: buildFrontend(fe, in.frontend)}
-	feID := in.lb.Child("frontendIPConfigurations", fe)
+	st := &serviceLBState{}
+	feID := in.frontend.sharedID
+	if feID == "" {
+		st.frontend = buildFrontend(fe, in.frontend)
+		feID = in.lb.Child("frontendIPConfigurations", fe)
+	}
 	poolID := in.lb.Child("backendAddressPools", in.poolName)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
 	distribution := loadDistribution(svc)

@@ -215,12 +215,20 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		return nil, err
 	}
 
-	sg, err := p.startSecurityRules(ctx, svc, spec, acc, lbName, nodes, inputs, ingress, keepPIPs, previous)
+	// A shared IP whose ports overlap another Service's: nothing is
+	// written for the Service (not even its security rules).
+	sharing, err := p.precheckSharedIP(ctx, svc, spec, lbName, inputs)
 	if err != nil {
 		return nil, err
 	}
 
-	mutate := p.serviceMutation(ctx, svc, spec, lbName, inputs, families)
+	sg, err := p.startSecurityRules(ctx, svc, spec, acc, lbName, nodes, inputs, ingress, keepPIPs, previous, !sharing)
+	if err != nil {
+		return nil, err
+	}
+
+	var orphans []*armnetwork.FrontendIPConfiguration
+	mutate := p.serviceMutation(ctx, svc, spec, lbName, inputs, families, &orphans)
 	// A Service that moves (another load balancer, or public <-> internal)
 	// leaves its old load balancer first: its public IP or static private IP
 	// can be referenced by one frontend only.
@@ -236,6 +244,20 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		if errors.As(err, &rl) {
 			p.warn(svc, EventReasonRuleLimitExceeded, "%v", err)
 		}
+		var ce *SharedIPConflictError
+		if errors.As(err, &ce) {
+			p.warn(svc, EventReasonSharedIPPortConflict, "%v; nothing is written for the Service", err)
+			// Its rules may have gone out early (before another Service
+			// took the IP): they leave again, the others' stay.
+			if sg.pending != nil {
+				if _, werr := sg.pending.Wait(); werr == nil {
+					err = errors.Join(err, p.releaseAddresses(ctx, svc, frontendAddressesOf(inputs)))
+				}
+			}
+		}
+		return nil, err
+	}
+	if err := p.deleteOrphanedFrontendIPs(ctx, svc, orphans); err != nil {
 		return nil, err
 	}
 	if configName != "" {
@@ -260,7 +282,9 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	}
 	if spec.Internal {
 		for _, fam := range families {
-			ingress[fam] = frontendPrivateIP(lb, names.Frontend(svc, fam))
+			if fe := serviceFrontend(lb, svc, fam); fe != nil && fe.Properties != nil {
+				ingress[fam] = ptr.Deref(fe.Properties.PrivateIPAddress, "")
+			}
 		}
 	}
 	if err := sg.finish(ctx, p, svc, spec, acc, ingress, nodes); err != nil {
@@ -272,17 +296,30 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 // serviceMutation is the load balancer mutation of a Service reconcile:
 // its frontends, rules and probes as desired.go builds them, within
 // maximumLoadBalancerRuleCount.
-func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput, families []v1.IPFamily) lbstore.Mutation {
+//
+// orphans receives the frontends of Services gone that the write removed
+// (the last user of a shared frontend left it).
+func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput, families []v1.IPFamily,
+	orphans *[]*armnetwork.FrontendIPConfiguration) lbstore.Mutation {
 	base := names.FrontendBase(svc)
 	pools := p.servicePoolNames(svc, families)
 	ref := p.lbRef(lbName)
 	maxRules := p.cfg.MaximumLoadBalancerRuleCount
+	liveBase := p.liveBases()
 	return func(lb *armnetwork.LoadBalancer) (bool, error) {
+		*orphans = nil
 		states := make([]*serviceLBState, 0, len(inputs))
 		newRules := 0
 		for i, in := range inputs {
 			existing := findFrontend(lb, names.Frontend(svc, in.family))
-			if in.privateIP == "" && in.keepIP != "" && existing == nil {
+			if existing == nil {
+				// Another Service's frontend with the same address: the
+				// Service shares it (sharedip.go).
+				if fe := sharedFrontendFor(lb, base, in, in.requestedPrivateIP()); fe != nil {
+					in.sharedID = ptr.Deref(fe.ID, ref.Child("frontendIPConfigurations", feNameOf(fe)))
+				}
+			}
+			if in.privateIP == "" && in.keepIP != "" && existing == nil && in.sharedID == "" {
 				in.privateIP = in.keepIP // a new frontend takes the address the Service had
 			}
 			if existing != nil {
@@ -298,6 +335,16 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 			if err != nil {
 				return false, err
 			}
+			feID := in.sharedID
+			if feID == "" {
+				feID = ref.Child("frontendIPConfigurations", names.Frontend(svc, in.family))
+			}
+			if other, mine := sharedPortConflict(lb, base, feID, st.rules); other != nil {
+				return false, &SharedIPConflictError{
+					Service: names.ServiceKey(svc), Other: serviceNameOfBase(liveBase, ruleBase(ruleNameOf(other))), Address: in.address,
+					Protocol: string(ptr.Deref(mine.Properties.Protocol, "")), Port: ptr.Deref(mine.Properties.FrontendPort, 0),
+				}
+			}
 			newRules += len(st.rules)
 			states = append(states, st)
 		}
@@ -310,7 +357,8 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 		if p.usesLocalPool(svc) {
 			adopt = legacyLocalPools(svc, families)
 		}
-		changed := applyService(lb, base, states, pools, localPoolNames(svc), adopt)
+		changed, removed := applySharedService(lb, base, states, pools, localPoolNames(svc), adopt, func(b string) bool { return liveBase(b) != nil })
+		*orphans = removed
 		if tags, ok := p.tags.Apply(lb.Tags, nil); ok {
 			lb.Tags, changed = tags, true // azure.json tags (config.ResourceTags)
 		}
@@ -336,15 +384,18 @@ type reconcileSecurity struct {
 // status was written); those it leaves are out of the NSG before its
 // frontends move: once a frontend has moved and its public IP is deleted
 // nothing remembers them, should the reconcile fail after that.
+//
+// early false (a shared IP: the write waits until the load balancer has
+// taken the Service's ports) keeps the write for finish.
 func (p *Provider) startSecurityRules(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access, lbName string,
-	nodes []*v1.Node, inputs []frontendInput, ingress map[v1.IPFamily]string, keepPIPs map[string]bool, previous serviceFrontendSet) (*reconcileSecurity, error) {
+	nodes []*v1.Node, inputs []frontendInput, ingress map[v1.IPFamily]string, keepPIPs map[string]bool, previous serviceFrontendSet, early bool) (*reconcileSecurity, error) {
 	released, err := p.frontendSetAddresses(ctx, previous, keepPIPs)
 	if err != nil {
 		return nil, err
 	}
 	sg := &reconcileSecurity{released: released}
-	if early, ok := knownFrontendAddresses(spec, inputs, ingress); ok {
-		sg.pending = p.beginSecurityRules(ctx, svc, spec, acc, early, nodes, released...)
+	if known, ok := knownFrontendAddresses(spec, inputs, ingress); ok && early {
+		sg.pending = p.beginSecurityRules(ctx, svc, spec, acc, known, nodes, released...)
 	}
 	leaving := leavingAddresses(svc, lbName, released, inputs, ingress, previous)
 	switch {
@@ -415,12 +466,24 @@ func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Ser
 		if err != nil {
 			return err
 		}
-		if lb == nil || !hasOwnedFrontend(lb, base) {
+		if lb == nil || !servesService(lb, base) {
 			continue
 		}
+		var orphans []*armnetwork.FrontendIPConfiguration
+		kept := false
+		liveBase := p.liveBases()
 		if _, err := p.store.UpdateLB(ctx, caller, name, lbstore.UpdateOptions{}, func(lb *armnetwork.LoadBalancer) (bool, error) {
-			return removeService(lb, base, localPoolNames(svc)), nil
+			changed, removed := applySharedService(lb, base, nil, nil, localPoolNames(svc), nil, func(b string) bool { return liveBase(b) != nil })
+			orphans, kept = removed, hasOwnedFrontend(lb, base)
+			return changed, nil
 		}); err != nil {
+			return err
+		}
+		if kept {
+			p.recorder.Eventf(svc, v1.EventTypeNormal, EventReasonFrontendKept,
+				"Load balancer %s keeps the Service's frontend: other Services sharing its IP still use it", name)
+		}
+		if err := p.deleteOrphanedFrontendIPs(ctx, svc, orphans); err != nil {
 			return err
 		}
 		if cfg, ok := p.configOf(name); ok && except == "" {
@@ -457,10 +520,8 @@ func (p *Provider) serviceFrontends(ctx context.Context, base string) (serviceFr
 		if lb == nil || lb.Properties == nil {
 			continue
 		}
-		for _, fe := range lb.Properties.FrontendIPConfigurations {
-			if names.Owns(base, ptr.Deref(fe.Name, "")) {
-				out = append(out, frontendAt{lb: name, fe: fe})
-			}
+		for _, fe := range usedFrontends(lb, base) {
+			out = append(out, frontendAt{lb: name, fe: fe})
 		}
 	}
 	return out, nil
@@ -521,7 +582,7 @@ func (p *Provider) findServiceLB(ctx context.Context, svc *v1.Service) (string, 
 		if err != nil {
 			return "", nil, err
 		}
-		if lb != nil && hasOwnedFrontend(lb, base) {
+		if lb != nil && servesService(lb, base) {
 			return name, lb, nil
 		}
 	}
@@ -541,6 +602,22 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 		return "", "", nil, err
 	}
 	base := names.FrontendBase(svc)
+	// Services sharing an IP are on one load balancer: a Service goes where
+	// its IP is (or stays where others use its frontend), or, when its
+	// configurations do not allow that, is refused without a move.
+	if pinned, err := p.sharedIPLoadBalancer(ctx, svc, spec, families); err != nil || pinned != "" {
+		if err != nil {
+			return "", "", nil, err
+		}
+		cfgName, ok := p.configOf(pinned)
+		if !ok || len(spec.LoadBalancerConfigurations) > 0 && !containsFold(spec.LoadBalancerConfigurations, cfgName) {
+			err := fmt.Errorf("service %s: its IP is shared on load balancer %s, which %s=%q does not allow; Services sharing an IP must be on one load balancer, so nothing is written or moved",
+				names.ServiceKey(svc), pinned, annotations.KeyLoadBalancerConfigurations, strings.Join(spec.LoadBalancerConfigurations, ","))
+			p.warn(svc, EventReasonSharedIPPlacementConflict, "%v", err)
+			return "", "", nil, err
+		}
+		return pinned, cfgName, func() {}, nil
+	}
 	current, _ := p.state.ServiceConfig(base)
 	info := placement.ServiceInfo{
 		Key:             names.ServiceKey(svc),
@@ -601,7 +678,7 @@ func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *
 	families := serviceFamilies(svc)
 	ingress := map[v1.IPFamily]string{}
 	for _, fam := range families {
-		fe := findFrontend(lb, names.Frontend(svc, fam))
+		fe := serviceFrontend(lb, svc, fam)
 		if fe == nil || fe.Properties == nil {
 			continue
 		}
@@ -616,6 +693,7 @@ func (p *Provider) statusOf(ctx context.Context, svc *v1.Service, _ string, lb *
 				return nil, fmt.Errorf("get public IP %s: %w", id, err)
 			}
 			ingress[fam] = pipAddress(pip)
+			p.notePublicIP(id, ingress[fam])
 		} else {
 			ingress[fam] = ptr.Deref(fe.Properties.PrivateIPAddress, "")
 		}
@@ -631,14 +709,6 @@ func findFrontend(lb *armnetwork.LoadBalancer, name string) *armnetwork.Frontend
 		return lb.Properties.FrontendIPConfigurations[i]
 	}
 	return nil
-}
-
-func frontendPrivateIP(lb *armnetwork.LoadBalancer, name string) string {
-	fe := findFrontend(lb, name)
-	if fe == nil || fe.Properties == nil {
-		return ""
-	}
-	return ptr.Deref(fe.Properties.PrivateIPAddress, "")
 }
 
 func ingressStatus(families []v1.IPFamily, ips map[v1.IPFamily]string) *v1.LoadBalancerStatus {
@@ -685,6 +755,7 @@ func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *an
 			}
 			in.zones = zones
 			in.privateIP = requestedAddress(svc, spec, fam)
+			in.requested, in.address = in.privateIP != "", in.privateIP
 			if in.privateIP == "" {
 				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
 			}
@@ -703,7 +774,8 @@ func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *an
 				}
 				return nil, nil, nil, err
 			}
-			in.publicIPID = pip.id
+			in.publicIPID, in.address = pip.id, pip.address
+			p.notePublicIP(pip.id, pip.address)
 			ingress[fam] = pip.address
 			keepPIPs[strings.ToLower(pip.id)] = true
 		}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -23,6 +24,19 @@ import (
 // touched here. Pools named in drop (dedicated pools the Service no longer
 // uses, legacy names included) are removed once no rule references them.
 func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBState, pools, drop []string, adopt map[string]string) bool {
+	changed, _ := applySharedService(lb, base, want, pools, drop, adopt, nil)
+	return changed
+}
+
+// applySharedService is applyService for frontends that several Services
+// share (sharedip.go): a frontend the Service owns and no longer wants
+// stays while another Service's rule uses it, and a frontend of another
+// Service that this one's rules used and nothing uses any more goes when
+// liveBase (nil: never) says no Service owns it. It returns the frontends
+// it removed that the Service did not own (their public IPs may be
+// orphans).
+func applySharedService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBState, pools, drop []string, adopt map[string]string,
+	liveBase func(string) bool) (bool, []*armnetwork.FrontendIPConfiguration) {
 	p := lbProps(lb)
 	changed := false
 
@@ -31,19 +45,50 @@ func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBSta
 	var probes []*armnetwork.Probe
 	var shared *armnetwork.Probe
 	for _, st := range want {
-		fes = append(fes, st.frontend)
+		if st.frontend != nil {
+			fes = append(fes, st.frontend)
+		}
 		rules = append(rules, st.rules...)
 		probes = append(probes, st.probes...)
 		if st.sharedProbe != nil {
 			shared = st.sharedProbe
 		}
 	}
+	usedBefore := frontendsOfRules(p.LoadBalancingRules, base)
 
 	var c bool
-	p.FrontendIPConfigurations, c = syncOwned(p.FrontendIPConfigurations, base, fes, feNameOf, frontendEqual)
-	changed = changed || c
 	p.LoadBalancingRules, c = syncOwned(p.LoadBalancingRules, base, rules, ruleNameOf, ruleEqual)
 	changed = changed || c
+	// Frontends after rules: one the Service owns stays while another
+	// Service's rule still uses it (Azure refuses to remove a referenced
+	// frontend).
+	kept := p.FrontendIPConfigurations
+	p.FrontendIPConfigurations, c = syncOwned(p.FrontendIPConfigurations, base, fes, feNameOf, frontendEqual)
+	if c {
+		for _, fe := range kept {
+			if names.Owns(base, feNameOf(fe)) && findByName(p.FrontendIPConfigurations, feNameOf(fe), feNameOf) < 0 && frontendReferenced(p, fe) {
+				p.FrontendIPConfigurations = append(p.FrontendIPConfigurations, fe)
+			}
+		}
+		c = !samePointers(kept, p.FrontendIPConfigurations)
+	}
+	changed = changed || c
+	var orphans []*armnetwork.FrontendIPConfiguration
+	if liveBase != nil {
+		for id := range usedBefore {
+			i := slices.IndexFunc(p.FrontendIPConfigurations, func(fe *armnetwork.FrontendIPConfiguration) bool { return idEqual(ptr.Deref(fe.ID, ""), id) })
+			if i < 0 {
+				continue
+			}
+			fe := p.FrontendIPConfigurations[i]
+			if names.Owns(base, feNameOf(fe)) || frontendReferenced(p, fe) || liveBase(ruleBase(feNameOf(fe))) {
+				continue
+			}
+			p.FrontendIPConfigurations = slices.Delete(p.FrontendIPConfigurations, i, i+1)
+			orphans = append(orphans, fe)
+			changed = true
+		}
+	}
 	p.Probes, c = syncOwned(p.Probes, base, probes, probeNameOf, probeEqual)
 	changed = changed || c
 	if shared != nil {
@@ -77,11 +122,12 @@ func applyService(lb *armnetwork.LoadBalancer, base string, want []*serviceLBSta
 	if pruneSharedProbe(p) {
 		changed = true
 	}
-	return changed
+	return changed, orphans
 }
 
-// removeService deletes every frontend, rule and probe owned by base, and
-// the pools named in drop that no remaining rule references.
+// removeService deletes every rule and probe owned by base, its frontends
+// that no other Service's rule uses, and the pools named in drop that no
+// remaining rule references.
 func removeService(lb *armnetwork.LoadBalancer, base string, drop []string) bool {
 	return applyService(lb, base, nil, nil, drop, nil)
 }
@@ -347,4 +393,22 @@ func findPool(lb *armnetwork.LoadBalancer, name string) *armnetwork.BackendAddre
 		return lb.Properties.BackendAddressPools[i]
 	}
 	return nil
+}
+
+// samePointers reports whether two lists hold the same items (the same
+// pointers, in any order): syncOwned keeps the items it leaves as they are.
+func samePointers[T any](a, b []*T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := make(map[*T]bool, len(a))
+	for _, x := range a {
+		in[x] = true
+	}
+	for _, x := range b {
+		if !in[x] {
+			return false
+		}
+	}
+	return true
 }

@@ -234,6 +234,10 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 			for _, fe := range lb.Properties.FrontendIPConfigurations {
 				services[cfgName] = append(services[cfgName], names.ServiceBaseOfFrontend(ptr.Deref(fe.Name, "")))
 			}
+			// Services on a shared frontend have rules only.
+			for _, r := range lb.Properties.LoadBalancingRules {
+				services[cfgName] = append(services[cfgName], ruleBase(ruleNameOf(r)))
+			}
 			for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 				pool := findPool(lb, names.ClusterPool(p.clusterName(), fam))
 				if pool == nil || pool.Properties == nil {

@@ -110,6 +110,10 @@ type Provider struct {
 	seenMu      sync.Mutex
 	seenNodeIPs map[string]v1.IPFamily // every node address seen (knownNodeAddresses)
 
+	// pipAddrs are the addresses of the public IPs read (lower-cased id
+	// -> address): which shared frontend an address belongs to.
+	pipAddrs sync.Map
+
 	namespaces   corelisters.NamespaceLister
 	nodes        corelisters.NodeLister // nil: trust the nodes passed in
 	slices       discoverylisters.EndpointSliceLister

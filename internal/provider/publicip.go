@@ -279,7 +279,13 @@ func (p *Provider) ownedPublicIP(ctx context.Context, svc *v1.Service, spec *ann
 		p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its address %s: Azure allocates a public IP from a prefix only when it is created",
 			prefixKey(family), id, name, pipAddress(pip))
 	}
-	tags, changed := p.tags.Apply(pip.Tags, p.publicIPTags(svc, spec))
+	wantTags := p.publicIPTags(svc, spec)
+	if len(pipServiceKeys(pip)) > 1 {
+		// The Azure cloud provider's list of the Services sharing it
+		// stays as it is.
+		wantTags[names.TagServiceName] = tagValue(pip.Tags, names.TagServiceName)
+	}
+	tags, changed := p.tags.Apply(pip.Tags, wantTags)
 	if !changed {
 		return publicIP{id: ptr.Deref(pip.ID, ""), address: pipAddress(pip)}, nil
 	}
@@ -443,10 +449,19 @@ func (p *Provider) deleteIfOwned(ctx context.Context, svc *v1.Service, rg, name 
 	if !p.ownsPublicIP(pip, svc) {
 		return nil
 	}
+	// A frontend another Service shares still uses it: it stays until the
+	// last of them leaves (sharedip.go).
+	if at, used, err := p.publicIPInUse(ctx, ptr.Deref(pip.ID, "")); err != nil || used {
+		if used {
+			logger(ctx).Info("Public IP kept: a frontend other Services share still uses it", "service", names.ServiceKey(svc), "publicIP", name, "frontend", at)
+		}
+		return err
+	}
 	// Its address leaves the NSG first: once the public IP is gone nothing
 	// tells that the address was the Service's, and a rule written before
 	// its frontend (whose write then failed) would keep it for ever.
 	if a := pipAddress(pip); a != "" && p.sg != nil {
+		p.notePublicIP(ptr.Deref(pip.ID, ""), a)
 		if err := p.releaseAddresses(ctx, svc, []string{a}); err != nil {
 			return err
 		}
@@ -458,8 +473,12 @@ func (p *Provider) deleteIfOwned(ctx context.Context, svc *v1.Service, rg, name 
 	return nil
 }
 
+// ownsPublicIP reports whether azlb created the public IP for the Service:
+// its cluster tag is the cluster's and its service tag names the Service
+// (alone, or among the Services the Azure cloud provider lists there for
+// a shared IP).
 func (p *Provider) ownsPublicIP(pip *armnetwork.PublicIPAddress, svc *v1.Service) bool {
-	return tagValue(pip.Tags, names.TagServiceName) == names.ServiceKey(svc) && tagValue(pip.Tags, names.TagClusterName) == p.clusterName()
+	return slices.Contains(pipServiceKeys(pip), names.ServiceKey(svc)) && strings.EqualFold(tagValue(pip.Tags, names.TagClusterName), p.clusterName())
 }
 
 func tagValue(tags map[string]*string, key string) string {

@@ -158,6 +158,7 @@ func (p *Provider) frontendSetAddresses(ctx context.Context, fs serviceFrontendS
 			return nil, fmt.Errorf("read public IP %s: %w", id, err)
 		}
 		if a := pipAddress(pip); a != "" {
+			p.notePublicIP(id, a)
 			out = append(out, a)
 		}
 	}
@@ -198,6 +199,7 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 		}
 		edit.Allow, edit.Deny = acc.Grants(securityPorts(svc, spec), dsts)
 	}
+	p.addCoTenantGrants(ctx, svc, &edit)
 	return p.sg.Begin(ctx, edit)
 }
 
@@ -529,7 +531,9 @@ func leavingAddresses(svc *v1.Service, lbName string, released []string, inputs 
 // releaseAddresses takes addresses the Service leaves out of every rule,
 // and nothing else.
 func (p *Provider) releaseAddresses(ctx context.Context, svc *v1.Service, addrs []string) error {
-	res, err := p.sg.Update(ctx, securitygroup.Edit{Service: names.ServiceKey(svc), Release: securitygroup.Release{Addresses: addrs}})
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: securitygroup.Release{Addresses: addrs}}
+	p.addCoTenantGrants(ctx, svc, &edit)
+	res, err := p.sg.Update(ctx, edit)
 	if err != nil {
 		return fmt.Errorf("release the addresses the Service leaves (%s) from the network security group: %w", strings.Join(addrs, ", "), err)
 	}

@@ -159,7 +159,7 @@ func Render(w io.Writer, s *Snapshot) error {
 			len(p.FrontendIPConfigurations), len(p.LoadBalancingRules), len(p.Probes), len(p.BackendAddressPools), sku)
 		fmt.Fprintln(tw, "  FRONTEND\tADDRESS\tSERVICE\tRULES\tSOURCES")
 		for _, fe := range p.FrontendIPConfigurations {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), cmp.Or(s.serviceOfUID(str(lb.Name)), s.service(str(fe.Name))),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", str(fe.Name), s.address(fe), cmp.Or(s.serviceOfUID(str(lb.Name)), s.frontendServices(p, str(fe.Name))),
 				rulesOf(p, str(fe.Name)), s.sources(str(lb.Name), fe))
 		}
 		for _, pool := range p.BackendAddressPools {
@@ -209,6 +209,43 @@ func (s *Snapshot) address(fe *armnetwork.FrontendIPConfiguration) string {
 		return "(public IP " + lastSegment(str(fe.Properties.PublicIPAddress.ID)) + ")"
 	}
 	return cmp.Or(str(fe.Properties.PrivateIPAddress), "-")
+}
+
+// frontendServices names the Services using a frontend: the one it is
+// named after, then those whose rules use it (a shared IP), as
+// "a/x+a/y (shared)".
+func (s *Snapshot) frontendServices(p *armnetwork.LoadBalancerPropertiesFormat, frontend string) string {
+	owner := strings.ToLower(strings.TrimSuffix(frontend, "-IPv6"))
+	bases := []string{owner}
+	for _, r := range p.LoadBalancingRules {
+		if r.Properties == nil || r.Properties.FrontendIPConfiguration == nil ||
+			!strings.EqualFold(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)), frontend) {
+			continue
+		}
+		if b := ruleBase(str(r.Name)); !slices.Contains(bases, b) {
+			bases = append(bases, b)
+		}
+	}
+	if len(bases) == 1 {
+		return s.service(frontend)
+	}
+	var out []string
+	for _, b := range bases {
+		if b == owner && s.Services[b] == "" {
+			continue // its Service is gone: the frontend stays for the others
+		}
+		out = append(out, s.service(b))
+	}
+	return strings.Join(out, "+") + " (shared)"
+}
+
+// ruleBase is the lower-cased base name (the Service's) a rule name
+// starts with: 32 characters before "-<protocol>-<port>".
+func ruleBase(name string) string {
+	if len(name) > 32 && name[32] == '-' {
+		return strings.ToLower(name[:32])
+	}
+	return strings.ToLower(name)
 }
 
 func (s *Snapshot) service(frontend string) string {

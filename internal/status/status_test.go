@@ -347,3 +347,37 @@ func TestReasonsFollowTheConfiguredTaints(t *testing.T) {
 		t.Fatalf("configured taints: %q, want example.com/maintenance", got)
 	}
 }
+
+func TestRenderShowsServicesSharingAFrontend(t *testing.T) {
+	lbID := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
+	web, dns := "a1111111000000000000000000000000", "a2222222000000000000000000000000"
+	rule := func(base, proto string, port int32) *armnetwork.LoadBalancingRule {
+		return &armnetwork.LoadBalancingRule{Name: to.Ptr(base + "-" + proto + "-" + strings.TrimSpace(string(rune('0'+port%10)))),
+			Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+				Protocol: to.Ptr(armnetwork.TransportProtocol(proto)), FrontendPort: to.Ptr(port), BackendPort: to.Ptr(port),
+				FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(lbID + "/frontendIPConfigurations/" + web)},
+			}}
+	}
+	lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr(web),
+			Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PrivateIPAddress: to.Ptr("10.0.0.9")}}},
+		LoadBalancingRules: []*armnetwork.LoadBalancingRule{rule(web, "Tcp", 80), rule(dns, "Udp", 53)},
+	}}
+	snap := &Snapshot{LoadBalancers: []*armnetwork.LoadBalancer{lb}, Services: map[string]string{web: "demo/web", dns: "demo/dns"}}
+	var buf bytes.Buffer
+	if err := Render(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "demo/web+demo/dns (shared)") {
+		t.Fatalf("output does not show the sharing:\n%s", buf.String())
+	}
+	// The Service the frontend is named after is gone: the others remain.
+	delete(snap.Services, web)
+	buf.Reset()
+	if err := Render(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), " demo/dns (shared)") {
+		t.Fatalf("output after the owner left:\n%s", buf.String())
+	}
+}

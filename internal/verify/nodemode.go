@@ -165,13 +165,35 @@ func sortedKeys[V any](mp map[string]V) []string {
 func (m *nodeMode) serviceFrontends(base string) map[string][]*armnetwork.FrontendIPConfiguration {
 	out := map[string][]*armnetwork.FrontendIPConfiguration{}
 	for name, lb := range m.managed {
+		shared := map[string]bool{} // frontends the Service's rules use
+		for _, r := range rulesOf(lb) {
+			if names.Owns(base, ptr.Deref(r.Name, "")) && r.Properties != nil {
+				shared[lower(childName(r.Properties.FrontendIPConfiguration))] = true
+			}
+		}
 		for _, fe := range frontendsOf(lb) {
-			if names.Owns(base, ptr.Deref(fe.Name, "")) {
+			if n := ptr.Deref(fe.Name, ""); names.Owns(base, n) || shared[lower(n)] {
 				out[name] = append(out[name], fe)
 			}
 		}
 	}
 	return out
+}
+
+// sharedFamily is the family of a shared frontend (another Service's) the
+// Service's rules use: that of its rules on it ("" when none uses it).
+func sharedFamily(lb *armnetwork.LoadBalancer, base, frontend string) (v1.IPFamily, bool) {
+	for _, r := range rulesOf(lb) {
+		n := ptr.Deref(r.Name, "")
+		if !names.Owns(base, n) || r.Properties == nil || !strings.EqualFold(childName(r.Properties.FrontendIPConfiguration), frontend) {
+			continue
+		}
+		if names.HasSuffixFold(n, names.IPv6Suffix) {
+			return v1.IPv6Protocol, true
+		}
+		return v1.IPv4Protocol, true
+	}
+	return "", false
 }
 
 func (m *nodeMode) checkService(svc *v1.Service) {
@@ -236,14 +258,24 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 	var ingress []string
 	feAddrs := map[v1.IPFamily]string{}
 	seen := map[string]bool{}
+	feOf := map[v1.IPFamily]string{}
 	for _, fe := range found[lbName] {
 		feName := lower(ptr.Deref(fe.Name, ""))
 		fam, ok := want[feName]
+		if !ok && !names.Owns(base, feName) {
+			// Another Service's frontend the Service shares.
+			if fam, ok = sharedFamily(lb, base, feName); ok {
+				want[feName] = fam
+				delete(want, lower(names.Frontend(svc, fam)))
+				seen[lower(names.Frontend(svc, fam))] = true
+			}
+		}
 		if !ok {
 			m.r.add(obj, "load-balancers.md#what-azlb-creates", "load balancer %s has frontend %s, which is not one of its families (%s)", lbRealName, ptr.Deref(fe.Name, ""), famList(fams))
 			continue
 		}
 		seen[feName] = true
+		feOf[fam] = ptr.Deref(fe.Name, "")
 		if addr := m.checkFrontend(svc, spec, lbRealName, fe, fam); addr != "" {
 			ingress = append(ingress, addr)
 			feAddrs[fam] = addr
@@ -255,7 +287,7 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 		}
 	}
 	m.checkIngress(svc, ingress)
-	m.checkRulesAndProbes(svc, spec, lb, fams)
+	m.checkRulesAndProbes(svc, spec, lb, fams, feOf)
 	m.nsgExpect(svc, spec, acc, lb, feAddrs, base)
 	if m.multi && isLocal(svc) {
 		for _, fam := range fams {

@@ -35,7 +35,9 @@ func (m *nodeMode) checkLeftovers(lb *armnetwork.LoadBalancer) {
 		return false
 	}
 	for _, fe := range frontendsOf(lb) {
-		if n := ptr.Deref(fe.Name, ""); !owner(n) {
+		// A shared frontend stays, under its first Service's name, while
+		// another Service's rules use it (load-balancers.md, Sharing an IP).
+		if n := ptr.Deref(fe.Name, ""); !owner(n) && !usedByRules(lb, fe, owner) {
 			m.r.add(obj, doc, "frontend %s belongs to no LoadBalancer Service (a deleted Service's?): it should have been removed", n)
 		}
 	}
@@ -406,4 +408,15 @@ func nodeTargets(confs []configEntry, n *v1.Node) []string {
 		}
 	}
 	return out
+}
+
+// usedByRules reports whether a rule of a Service (owner) uses the
+// frontend.
+func usedByRules(lb *armnetwork.LoadBalancer, fe *armnetwork.FrontendIPConfiguration, owner func(string) bool) bool {
+	for _, r := range rulesOf(lb) {
+		if r.Properties != nil && owner(ptr.Deref(r.Name, "")) && strings.EqualFold(childName(r.Properties.FrontendIPConfiguration), ptr.Deref(fe.Name, "")) {
+			return true
+		}
+	}
+	return false
 }

@@ -227,7 +227,10 @@ func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam
 // checkRulesAndProbes compares the Service's rules and probes on its load
 // balancer with wantRules: each wanted one present and equal, no other one
 // owned by the Service.
-func (m *nodeMode) checkRulesAndProbes(svc *v1.Service, spec *annotations.ServiceSpec, lb *armnetwork.LoadBalancer, fams []v1.IPFamily) {
+//
+// feOf names the frontend each family uses when it is not the Service's
+// own (a shared IP).
+func (m *nodeMode) checkRulesAndProbes(svc *v1.Service, spec *annotations.ServiceSpec, lb *armnetwork.LoadBalancer, fams []v1.IPFamily, feOf map[v1.IPFamily]string) {
 	obj := serviceObject(svc)
 	lbName := ptr.Deref(lb.Name, "")
 	base := names.FrontendBase(svc)
@@ -236,6 +239,9 @@ func (m *nodeMode) checkRulesAndProbes(svc *v1.Service, spec *annotations.Servic
 	for _, fam := range fams {
 		rules, probes := m.wantRules(svc, spec, fam)
 		for _, r := range rules {
+			if fe := feOf[fam]; fe != "" {
+				r.frontend = fe
+			}
 			wantR[lower(r.name)] = r
 		}
 		for _, p := range probes {
