@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
@@ -167,8 +168,14 @@ func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.Co
 		if policy.NICBased {
 			members = az.Inventory // NIC-derived entries are matched by their VM or NIC
 		}
-		mgr, err := adminstate.NewManager(az.Store, adminstate.ManagerOptions{SubscriptionID: az.Config.SubscriptionID,
-			Source: "azlb-controller-manager", Policy: policy, Members: members})
+		opts := adminstate.ManagerOptions{SubscriptionID: az.Config.SubscriptionID,
+			Source: "azlb-controller-manager", Policy: policy, Members: members}
+		if az.Config.UseMultipleStandardLoadBalancers() { // Local Services' pools: their draining entries stay Down
+			svcs, slices := cfg.SharedInformers.Core().V1().Services(), cfg.SharedInformers.Discovery().V1().EndpointSlices()
+			opts.LocalPools = backendpool.LocalPools{Services: svcs.Lister(), Slices: slices.Lister()}
+			opts.LocalPoolsSynced = func() bool { return svcs.Informer().HasSynced() && slices.Informer().HasSynced() }
+		}
+		mgr, err := adminstate.NewManager(az.Store, opts)
 		if err != nil {
 			return nil, false, err
 		}
@@ -278,6 +285,11 @@ func startServiceGateway(ic app.ControllerInitContext, cfg *cloudcontrollerconfi
 			return nil, false, err
 		}
 		f := cfg.SharedInformers
+		// Egress pods only: an informer of the labelled pods, with the
+		// controller's own identity.
+		podInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = servicegateway.EgressLabel
+		}))
 		e, err := servicegateway.NewController(servicegateway.Options{
 			Config:         az.Config,
 			Store:          az.Store,
@@ -287,9 +299,15 @@ func startServiceGateway(ic app.ControllerInitContext, cfg *cloudcontrollerconfi
 			Services:       f.Core().V1().Services(),
 			EndpointSlices: f.Discovery().V1().EndpointSlices(),
 			Nodes:          f.Core().V1().Nodes(),
+			Pods:           podInformers.Core().V1().Pods(),
+			NatGateways:    az.Clients.NatGateway,
 			Recorder:       provider.NewRecorder(ctx, client, clientGateway),
 		})
 		if err != nil {
+			return nil, false, err
+		}
+		podInformers.Start(ctx.Done())
+		if err := startReadinessGate(ctx, cfg, client, e); err != nil {
 			return nil, false, err
 		}
 		balancer.Attach(e)

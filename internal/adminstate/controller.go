@@ -139,6 +139,9 @@ func NewController(nodes coreinformers.NodeInformer, mgr *Manager, recorder reco
 		return nil, fmt.Errorf("adminstate: register node handler: %w", err)
 	}
 	c.synced = []cache.InformerSynced{reg.HasSynced}
+	if mgr.synced != nil {
+		c.synced = append(c.synced, mgr.synced)
+	}
 	return c, nil
 }
 

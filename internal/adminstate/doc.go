@@ -13,6 +13,14 @@
 //     karpenter.sh/disrupted:NoSchedule). Cordoning is ignored.
 //   - The policy is pure and is shared with the Service reconcile path, so a
 //     pool rewritten by EnsureLoadBalancer keeps a tainted node Down.
+//   - Local Services' dedicated pools (ManagerOptions.LocalPools,
+//     multiple-SLB mode): an entry of a node draining for the pool's
+//     Service (its endpoints all terminating but serving, another node
+//     ready: backendpool.Policy.LocalState) is set Down whatever the node's
+//     taints say, so a taint's removal or the verification after a restart
+//     never puts None back over the local service updater's Down. The
+//     controller waits for the Service and EndpointSlice informers
+//     (ManagerOptions.LocalPoolsSynced) before its first apply.
 //   - Manager applies admin states through the lbstore.Store, the only
 //     writer of pools (it imports no other controller). One apply resolves
 //     the pools holding the addresses on every managed load balancer from

@@ -13,6 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -35,6 +37,23 @@ type ManagerOptions struct {
 	// Members resolves nodes to their NIC-based members; nil: entries are
 	// matched by IP address only.
 	Members NodeMembers
+	// LocalPools tells which entries of Local Services' dedicated pools
+	// their endpoints keep Down (backendpool.LocalPools: nodes whose
+	// endpoints are all terminating but serving); those entries stay Down
+	// whatever the node's taints say. nil: no pool is a Local Service's
+	// (single load balancer mode).
+	LocalPools LocalPools
+	// LocalPoolsSynced reports whether the informers behind LocalPools
+	// have synced; the controller waits for it before its first apply, so
+	// a restart never reads an empty endpoint list as "nothing drains".
+	LocalPoolsSynced cache.InformerSynced
+}
+
+// LocalPools tells, for the named pools, which are Local Services'
+// dedicated pools with nodes draining for their Service: the names of
+// those nodes (their entries' names), keyed by the lower-cased pool name.
+type LocalPools interface {
+	Draining(pools []string) (map[string]sets.Set[string], error)
 }
 
 // Target is the admin state one node's backend entries must have.
@@ -104,6 +123,8 @@ type Manager struct {
 	store   *lbstore.Store
 	policy  backendpool.Policy
 	members NodeMembers
+	local   LocalPools
+	synced  cache.InformerSynced
 	clock   clock.PassiveClock
 	sub     string
 	source  string
@@ -130,8 +151,8 @@ func NewManager(store *lbstore.Store, opts ManagerOptions) (*Manager, error) {
 	if src == "" {
 		src = azure.DefaultSource
 	}
-	return &Manager{store: store, policy: opts.Policy, members: opts.Members, clock: clk, sub: opts.SubscriptionID, source: src,
-		applied: map[types.UID]appliedState{}}, nil
+	return &Manager{store: store, policy: opts.Policy, members: opts.Members, local: opts.LocalPools, synced: opts.LocalPoolsSynced,
+		clock: clk, sub: opts.SubscriptionID, source: src, applied: map[types.UID]appliedState{}}, nil
 }
 
 // Pooled reports whether the pool-entry policy puts the node in backend
@@ -453,13 +474,17 @@ func (m *Manager) update(ctx context.Context, want map[string]State, src lbstore
 	if len(refs) == 0 {
 		return nil, nil
 	}
+	keepDown, err := m.draining(refs)
+	if err != nil {
+		return nil, fmt.Errorf("adminstate: endpoints of the Local Services' pools: %w", err)
+	}
 	out := make([]poolOutcome, len(refs))
 	edits := make([]lbstore.PoolEdit, len(refs))
 	for i, ref := range refs {
 		o := &out[i]
 		o.ref = ref
 		edits[i] = lbstore.PoolEdit{Ref: ref, Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
-			o.changed, o.found = setAdminState(pool, want)
+			o.changed, o.found = setAdminStateKeeping(pool, want, keepDown[strings.ToLower(ref.Pool)])
 			o.known = true
 			return len(o.changed) > 0, nil
 		}}
@@ -479,4 +504,17 @@ func (m *Manager) update(ctx context.Context, want map[string]State, src lbstore
 		}
 	}
 	return out, nil
+}
+
+// draining asks LocalPools which entries of the pools their Local
+// Service's endpoints keep Down (none without LocalPools).
+func (m *Manager) draining(refs []lbstore.PoolRef) (map[string]sets.Set[string], error) {
+	if m.local == nil {
+		return nil, nil
+	}
+	pools := make([]string, 0, len(refs))
+	for _, r := range refs {
+		pools = append(pools, r.Pool)
+	}
+	return m.local.Draining(pools)
 }

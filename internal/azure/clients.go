@@ -109,6 +109,8 @@ type Clients struct {
 	Interface  InterfaceClient
 	// ServiceGateway is the client of pod-based backend pools.
 	ServiceGateway ServiceGatewayClient
+	// NatGateway writes the NAT gateways of egress identities (pod-based).
+	NatGateway NatGatewayClient
 
 	subscriptionID string
 	cred           azcore.TokenCredential
@@ -270,6 +272,11 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		c.ServiceGateway = &serviceGatewayClient{base: newBase(ClientServiceGateway), c: sg}
 	}
 	if err == nil {
+		var ng *armnetwork.NatGatewaysClient
+		ng, err = armnetwork.NewNatGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientNatGateway))
+		c.NatGateway = &natGatewayClient{base: newBase(ClientNatGateway), c: ng}
+	}
+	if err == nil {
 		err = c.computeClients(cfg.SubscriptionID, newBase)
 	}
 	if err != nil {
@@ -304,6 +311,8 @@ func metricName(client string) string {
 		return "servicegateway"
 	case ClientSecurityGroup:
 		return "securitygroup"
+	case ClientNatGateway:
+		return "natgateway"
 	}
 	return client
 }

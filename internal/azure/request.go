@@ -21,6 +21,7 @@ const (
 	ClientInterface       = "interface"
 	ClientServiceGateway  = "serviceGateway"
 	ClientSecurityGroup   = "securityGroup"
+	ClientNatGateway      = "natGateway"
 )
 
 // requestInfo travels in the request context from a client method to the

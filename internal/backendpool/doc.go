@@ -29,8 +29,19 @@
 //   - The pools azlb owns (cluster pools, Local Service pools) carry the
 //     drain period of loadBalancerBackendPoolDrainPeriodInSeconds
 //     (Policy.SetDrainPeriod, which Sync applies).
-//   - A Local Service's pool holds the nodes running its ready endpoints
-//     (EndpointNodes, ReadyEndpointNodes).
+//   - A Local Service's dedicated pool follows one rule, shared by every
+//     writer of it (the Service reconcile and drift pass, the local service
+//     updater, the admin-state controller): LocalEndpointsOf reads the
+//     Service's EndpointSlices (KEP-1672), Policy.LocalMembers and
+//     Policy.LocalState turn them into entries. A node with a ready
+//     endpoint is a member with the state its taints call for; a node whose
+//     endpoints are all terminating but serving (serving explicitly true)
+//     is a member and Down while the Service has a ready endpoint elsewhere
+//     (None when it has none: they still take traffic); every other node
+//     is out. With AdminState off a draining node is left out instead of
+//     Down. LocalPools tells a writer that meets pools by name which
+//     entries of a Local Service's pool its endpoints keep Down.
 //
-// Everything here is pure, except EndpointNodes, which reads a lister.
+// Everything here is pure, except ServiceEndpoints, EndpointNodes and
+// LocalPools, which read listers.
 package backendpool

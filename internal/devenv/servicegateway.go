@@ -67,9 +67,10 @@ func (e *Env) SeedServiceGateway(ctx context.Context) error {
 		return err
 	}
 	np, err := nats.BeginCreateOrUpdate(ctx, ResourceGroup, names.DefaultOutboundService, armnetwork.NatGateway{
-		Location:   to.Ptr(Location),
-		SKU:        &armnetwork.NatGatewaySKU{Name: to.Ptr(armnetwork.NatGatewaySKUNameStandardV2)},
-		Properties: &armnetwork.NatGatewayPropertiesFormat{PublicIPAddresses: []*armnetwork.SubResource{{ID: pip.ID}}},
+		Location: to.Ptr(Location),
+		SKU:      &armnetwork.NatGatewaySKU{Name: to.Ptr(armnetwork.NatGatewaySKUNameStandardV2)},
+		Properties: &armnetwork.NatGatewayPropertiesFormat{PublicIPAddresses: []*armnetwork.SubResource{{ID: pip.ID}},
+			ServiceGateway: &armnetwork.SubResource{ID: to.Ptr(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/serviceGateways/%s", SubscriptionID, ResourceGroup, names.ServiceGateway))}},
 	}, nil)
 	var nat armnetwork.NatGatewaysClientCreateOrUpdateResponse
 	if err == nil {

@@ -49,6 +49,7 @@ func (e *Emulator) syncDataPlane() {
 	}
 	cfg, next := e.dataPlaneConfig()
 	dp.plane.Apply(cfg)
+	dp.plane.SetEgress(e.egressRoutes())
 	if dp.timer != nil {
 		dp.timer.Stop()
 		dp.timer = nil

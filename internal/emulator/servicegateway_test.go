@@ -193,7 +193,7 @@ func TestServiceGatewayUpdateServices(t *testing.T) {
 	natPIP := `{"location":"eastus","sku":{"name":"StandardV2"},"properties":{"publicIPAllocationMethod":"Static"}}`
 	h.mustDo(t, http.StatusCreated, http.MethodPut, netPath(sgwRG, "publicIPAddresses", "nat-pip"), natPIP)
 	h.mustDo(t, http.StatusCreated, http.MethodPut, netPath(sgwRG, "natGateways", "default-natgw"),
-		`{"location":"eastus","sku":{"name":"StandardV2"},"properties":{"publicIpAddresses":[{"id":"`+netID(sgwRG, "publicIPAddresses", "nat-pip")+`"}]}}`)
+		`{"location":"eastus","sku":{"name":"StandardV2"},"properties":{"publicIpAddresses":[{"id":"`+netID(sgwRG, "publicIPAddresses", "nat-pip")+`"}],"serviceGateway":{"id":"`+netID(sgwRG, "serviceGateways", "servicegateway")+`"}}}`)
 	outbound := func(name string, isDefault bool) string {
 		return fmt.Sprintf(`{"action":"PartialUpdate","serviceRequests":[{"service":{"name":%q,"properties":{"serviceType":"Outbound","isDefault":%t,"publicNatGatewayId":%q}}}]}`,
 			name, isDefault, netID(sgwRG, "natGateways", "default-natgw"))

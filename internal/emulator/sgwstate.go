@@ -69,6 +69,12 @@ const (
 	codeLBInUseByGateway     = "LoadBalancerInUseByServiceGateway"
 	codeInvalidServiceConfig = "InvalidServiceGatewayService"
 	codeTooManyServices      = "TooManyServicesInRequest"
+	// Egress (Outbound services and their NAT gateways).
+	codeNatGatewayAttached    = "NatGatewayAttachedToServiceGateway"
+	codeNatGatewayInUse       = "NatGatewayInUseByServiceGateway"
+	codeNatGatewaySku         = "NatGatewayNotSupportedByServiceGateway"
+	codeNatGatewayNotAttached = "NatGatewayNotAttachedToServiceGateway"
+	codeMultipleOutbound      = "MultipleOutboundServicesForAddress"
 )
 
 func sgwBadRequest(code, format string, args ...any) *armError {
@@ -115,7 +121,7 @@ type addrUpdate struct {
 // applyUpdateAddressLocations validates an updateAddressLocations request
 // against st and returns the function that applies it. Nothing changes
 // unless the whole request is valid.
-func applyUpdateAddressLocations(_ *writeCtx, st *sgwState, gw obj, in obj) (func(), *armError) {
+func applyUpdateAddressLocations(wc *writeCtx, st *sgwState, gw obj, in obj) (func(), *armError) {
 	topFull, ae := updateAction(in, "action", "")
 	if ae != nil {
 		return nil, ae
@@ -179,7 +185,7 @@ func applyUpdateAddressLocations(_ *writeCtx, st *sgwState, gw obj, in obj) (fun
 				return nil, sgwBadRequest(codeDuplicateAddress, "Address %s appears more than once under address location %s.", a, loc)
 			}
 			seenAddr[a] = true
-			svcs, ae := serviceNames(st, ao, ap, gwID)
+			svcs, ae := serviceNames(wc, st, ao, ap, gwID)
 			if ae != nil {
 				return nil, ae
 			}
@@ -234,8 +240,10 @@ func stillThere(updates []locUpdate, topFull bool, loc, a netip.Addr) bool {
 }
 
 // serviceNames reads an address's required services array: names of
-// registered services, each once.
-func serviceNames(st *sgwState, ao obj, path, gwID string) ([]string, *armError) {
+// registered services, each once; at most one Outbound (or
+// InboundOutbound) service that is not the default, and only one whose NAT
+// gateway is attached to this gateway.
+func serviceNames(wc *writeCtx, st *sgwState, ao obj, path, gwID string) ([]string, *armError) {
 	arr, has, err := getArr(ao, "services", path)
 	if err != nil {
 		return nil, errBadShape(err)
@@ -245,6 +253,7 @@ func serviceNames(st *sgwState, ao obj, path, gwID string) ([]string, *armError)
 	}
 	out := make([]string, 0, len(arr))
 	seen := map[string]bool{}
+	outbound := ""
 	for i, v := range arr {
 		s, ok := v.(string)
 		if !ok {
@@ -258,10 +267,64 @@ func serviceNames(st *sgwState, ao obj, path, gwID string) ([]string, *armError)
 			return nil, sgwBadRequest(codeDuplicateService, "Service '%s' appears more than once in %s.services.", s, path)
 		}
 		seen[strings.ToLower(s)] = true
+		if svc.natGW != "" && !svc.isDefault {
+			if outbound != "" {
+				return nil, sgwBadRequest(codeMultipleOutbound, "%s names the outbound services '%s' and '%s'; an address egresses through one.", path, outbound, svc.name)
+			}
+			outbound = svc.name
+			if !natAttachedTo(wc, svc.natGW, gwID) {
+				return nil, sgwBadRequest(codeNatGatewayNotAttached, "Service '%s' named by %s uses NAT gateway %s, which is not attached to service gateway %s.", svc.name, path, svc.natGW, gwID)
+			}
+		}
 		out = append(out, svc.name)
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// natAttachedTo reports whether the NAT gateway exists and is attached to
+// the service gateway gwID.
+func natAttachedTo(wc *writeCtx, natID, gwID string) bool {
+	_, v := wc.lookupKind(natID, "natGateways")
+	if v == nil {
+		return false
+	}
+	r, ok := propsOf(v.doc)["serviceGateway"].(obj)
+	return ok && strings.EqualFold(stringOf(r["id"]), gwID)
+}
+
+// mappedNatUser returns the name of a service using the NAT gateway natID
+// that an address still maps ("" when none).
+func (st *sgwState) mappedNatUser(natID string) string {
+	for k, s := range st.services {
+		if strings.EqualFold(s.natGW, natID) && st.namedByAddress(k) {
+			return s.name
+		}
+	}
+	return ""
+}
+
+// natUsers finds a gateway service whose publicNatGatewayId is natID.
+func (wc *writeCtx) natUsers(natID string) (gwID, service string, ok bool) {
+	for _, s := range wc.e.subs {
+		for _, g := range s.groups {
+			for key, en := range g.resources {
+				if !strings.HasPrefix(key, "servicegateways/") || en.cur == nil || en.cur.phaseAt(wc.now) == phaseGone {
+					continue
+				}
+				st, _ := en.ext.(*sgwState)
+				if st == nil {
+					continue
+				}
+				for _, svc := range st.services {
+					if strings.EqualFold(svc.natGW, natID) {
+						return stringOf(en.cur.doc["id"]), svc.name, true
+					}
+				}
+			}
+		}
+	}
+	return "", "", false
 }
 
 // applyLocations applies validated updates.
@@ -422,6 +485,12 @@ func applyUpdateServices(wc *writeCtx, st *sgwState, gw obj, in obj) (func(), *a
 				"Service '%s' of service gateway %s cannot be deleted: addresses are still mapped to it. Remove it from every address first.", s.name, gwID)
 		}
 	}
+	for k, s := range st.services {
+		if n, kept := after[k]; s.natGW != "" && (!kept || !strings.EqualFold(n.natGW, s.natGW)) && natAttachedTo(wc, s.natGW, gwID) {
+			return nil, sgwBadRequest(codeNatGatewayAttached,
+				"Service '%s' of service gateway %s cannot be removed or moved off NAT gateway %s while that NAT gateway is attached to the service gateway; detach it first (serviceGateway: null).", s.name, gwID, s.natGW)
+		}
+	}
 	defaults := 0
 	poolUser := map[string]string{}
 	for _, s := range after {
@@ -550,6 +619,9 @@ func parseService(wc *writeCtx, so obj, name, path string, gw obj) (*sgwService,
 			return nil, errInvalidReference(nat, stringOf(gw["id"]))
 		}
 		svc.natGW = stringOf(v.doc["id"])
+		if !natAttachedTo(wc, svc.natGW, stringOf(gw["id"])) {
+			return nil, sgwBadRequest(codeNatGatewayNotAttached, "Service '%s' uses NAT gateway %s, which is not attached to service gateway %s (properties.serviceGateway).", name, svc.natGW, stringOf(gw["id"]))
+		}
 	}
 	return svc, nil
 }

@@ -19,9 +19,21 @@
 //     Updater never undo each other.
 //   - Desired state, not diffs. Every EndpointSlice event of a Local
 //     LoadBalancer Service of the class azlb serves (Options.Class; the
-//     pools of other Services are not azlb's) queues the Service's full desired node set (the
-//     nodes running its ready endpoints, from all its slices) for the pool
-//     of each of its IP families. The queue holds at most one entry per
+//     pools of other Services are not azlb's) queues the Service's full
+//     desired node set (from all its slices) for the pool of each of its IP
+//     families.
+//   - Serving and terminating endpoints (KEP-1672; docs/admin-state.md,
+//     "Rolling updates"). A node running a ready endpoint is a member
+//     (None, or Down when its taints call for it). A node whose endpoints
+//     of the Service are all terminating but still serving stays a member
+//     with AdminState Down (no new flows; established ones go on) and
+//     leaves when they are gone or stop serving; when the Service has no
+//     ready endpoint at all, such nodes stay None and take traffic. A
+//     terminating endpoint counts as serving only when its serving
+//     condition is explicitly true. With enableLoadBalancerAdminState off
+//     no Down is written: a draining node leaves instead. The rule is
+//     backendpool's (LocalEndpointsOf, Policy.LocalMembers), shared with
+//     the Service reconcile and the admin-state controller. The queue holds at most one entry per
 //     (Service, pool); see the queue type for the exact merge rule. Each
 //     tick (loadBalancerBackendPoolUpdateIntervalInSeconds, default 30 s)
 //     drops the entries whose Service is gone or no longer Local, or whose

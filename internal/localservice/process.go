@@ -44,11 +44,13 @@ type result struct {
 //  2. Put back, without any ARM call, a pool that is not ready yet (its
 //     batching window or a Retry-After): the queue normally does not hand
 //     those out.
-//  3. Read each Service's ready endpoints and have the store apply all pools
-//     in one round: it GETs each pool afresh, the edit computes the entries
-//     the endpoint nodes call for, and the store PUTs the pool with its etag
-//     only when something differs (a 409 or 412 is first retried by the
-//     store with a fresh read).
+//  3. Read each Service's endpoints (ready, and terminating but serving:
+//     backendpool.LocalEndpoints) and have the store apply all pools in one
+//     round: it GETs each pool afresh, the edit computes the entries the
+//     endpoints call for (backendpool.Policy.LocalMembers: a draining node
+//     Down), and the store PUTs the pool with its etag only when something
+//     differs (a 409 or 412 is first retried by the store with a fresh
+//     read).
 //  4. Settle each pool: success, stale, terminal or retriable (see settle).
 func (u *Updater) sync(ctx context.Context, keys []string) {
 	log := klog.FromContext(ctx)
@@ -116,11 +118,11 @@ func (u *Updater) apply(ctx context.Context, work []*attempt) {
 	edits := make([]lbstore.PoolEdit, len(work))
 	for i, a := range work {
 		a.res.mc = metrics.NewMetricContextWithClock(u.clock, MetricPrefix, MetricRequest, rg, u.sub, u.source).WithContext(ctx)
-		onNodes, err := backendpool.EndpointNodes(u.slices, a.svc.Namespace, a.svc.Name)
+		on, err := backendpool.ServiceEndpoints(u.slices, a.svc.Namespace, a.svc.Name)
 		if err != nil {
-			onNodes = sets.New[string]() // a lister's List does not fail
+			on = backendpool.LocalEndpointsOf(nil) // a lister's List does not fail
 		}
-		want := u.policy.Members(u.nodesNamed(onNodes), a.st.family)
+		want := u.policy.LocalMembers(u.nodesNamed(on.Members), a.st.family, on)
 		edits[i] = lbstore.PoolEdit{
 			Ref: lbstore.PoolRef{LoadBalancer: a.lb, Pool: a.st.pool},
 			Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {

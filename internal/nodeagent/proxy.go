@@ -275,7 +275,7 @@ func (s *portServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"lastUpdated": time.Now().UTC(), "currentTime": time.Now().UTC(), "nodeHealthy": true})
 	case roleHealthCheck:
-		_, local := p.endpoints(role.svc)
+		_, local, _, _ := p.endpoints(role.svc)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if local == 0 {
@@ -295,32 +295,45 @@ func (s *portServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serves reports whether kube-proxy on this node forwards a Service's
-// traffic: the Service has a ready endpoint and, with
-// externalTrafficPolicy Local, one on this node.
+// traffic: to its ready endpoints (with externalTrafficPolicy Local, this
+// node's) or, when there are none, to those terminating but still serving,
+// as kube-proxy does since ProxyTerminatingEndpoints (KEP-1669).
 func (p *Proxy) serves(role portRole) bool {
-	ready, local := p.endpoints(role.svc)
-	return ready > 0 && (!role.local || local > 0)
+	ready, local, serving, localServing := p.endpoints(role.svc)
+	if role.local {
+		return local > 0 || localServing > 0
+	}
+	return ready > 0 || serving > 0
 }
 
-// endpoints counts the Service's ready endpoints, and those on this node.
-func (p *Proxy) endpoints(svc types.NamespacedName) (ready, local int) {
+// endpoints counts the Service's ready endpoints and its terminating but
+// serving ones (serving unset counts as serving, as kube-proxy reads it),
+// and of each those on this node.
+func (p *Proxy) endpoints(svc types.NamespacedName) (ready, local, serving, localServing int) {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
 	slices, err := p.slices.EndpointSlices(svc.Namespace).List(sel)
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
 	for _, sl := range slices {
 		for _, ep := range sl.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			ready++
-			if ep.NodeName != nil && *ep.NodeName == p.node {
-				local++
+			here := ep.NodeName != nil && *ep.NodeName == p.node
+			c := ep.Conditions
+			switch {
+			case c.Ready == nil || *c.Ready:
+				ready++
+				if here {
+					local++
+				}
+			case c.Terminating != nil && *c.Terminating && (c.Serving == nil || *c.Serving):
+				serving++
+				if here {
+					localServing++
+				}
 			}
 		}
 	}
-	return ready, local
+	return ready, local, serving, localServing
 }
 
 // reset drops the connection with a TCP reset.

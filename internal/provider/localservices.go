@@ -2,11 +2,14 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
 )
 
@@ -38,23 +41,49 @@ func legacyLocalPools(svc *v1.Service, families []v1.IPFamily) map[string]string
 	return out
 }
 
-// reconcileLocalPools fills the Service's dedicated pools with the nodes
-// that run its ready endpoints.
+// reconcileLocalPools fills the Service's dedicated pools by the one rule
+// for Local Services' pools (backendpool.Policy.LocalMembers): the nodes
+// running its ready endpoints, and those whose endpoints are all
+// terminating but still serving, Down while the Service has a ready
+// endpoint elsewhere; so neither this reconcile nor the drift pass drops a
+// draining node early or puts None back over the updater's Down. A pool
+// whose cached copy is already right costs nothing; otherwise the store
+// reads it afresh and writes it once. Taints come from the node lister at
+// write time (freshNodes), as for the cluster pools. A pool that does not
+// exist is left alone (the load balancer reconcile creates pools).
 func (p *Provider) reconcileLocalPools(ctx context.Context, caller, lbName string, svc *v1.Service, nodes []*v1.Node, families []v1.IPFamily) error {
 	if p.slicesSynced != nil && !p.slicesSynced() {
 		return fmt.Errorf("service %s: its endpoints are not known yet (the EndpointSlice informer has not synced)", names.ServiceKey(svc))
 	}
-	onNodes, err := backendpool.EndpointNodes(p.slices, svc.Namespace, svc.Name)
+	ep, err := backendpool.ServiceEndpoints(p.slices, svc.Namespace, svc.Name)
 	if err != nil {
 		return err
 	}
 	var members []*v1.Node
 	for _, n := range nodes {
-		if n != nil && onNodes.Has(n.Name) {
+		if n != nil && ep.Members.Has(n.Name) {
 			members = append(members, n)
 		}
 	}
-	return p.syncPools(ctx, caller, lbName, members, families, func(f v1.IPFamily) string {
-		return names.LocalServicePool(svc.Namespace, svc.Name, f)
-	})
+	edits := make([]lbstore.PoolEdit, 0, len(families))
+	for _, fam := range families {
+		pool := names.LocalServicePool(svc.Namespace, svc.Name, fam)
+		edits = append(edits, lbstore.PoolEdit{
+			Ref: lbstore.PoolRef{LoadBalancer: lbName, Pool: pool},
+			Edit: func(bp *armnetwork.BackendAddressPool) (bool, error) {
+				changed := p.policy.Sync(bp, p.policy.LocalMembers(p.freshNodes(members), fam, ep)).Changed
+				if changed {
+					noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (members or admin state)", lbName, pool)
+				}
+				return changed, nil
+			},
+		})
+	}
+	var errs []error
+	for _, r := range p.store.UpdatePools(ctx, caller, edits, lbstore.PoolOptions{TrustCache: true}) {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -30,6 +30,7 @@ type jittered struct {
 	workqueue.TypedRateLimiter[string]
 }
 
+//nolint:unparam // the queues' bases are separate settings, equal today
 func newBackoff(base, limit time.Duration) workqueue.TypedRateLimiter[string] {
 	return jittered{workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, limit)}
 }

@@ -479,3 +479,133 @@ func feedSlice(svc *v1.Service, s, p0, n, nodes int) *discoveryv1.EndpointSlice 
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// BenchmarkEgress_100Identities20Pods: 100 egress identities of 20 pods
+// each (on 50 nodes) created at once; reported: the ARM writes and the time
+// until every pod is in the gateway under its identity; then every pod is
+// deleted: the time until the pods are released and nothing of the
+// identities is left in Azure, and what leaked (must be 0).
+func BenchmarkEgress_100Identities20Pods(b *testing.B) {
+	const identities, perIdentity, nodes = 100, 20, 50
+	// The fake clientset's watches hold 100 events; 2,000 pods created at
+	// once (and the engine's finalizer updates) need more.
+	defer func(n int32) { watch.DefaultChanSize = n }(watch.DefaultChanSize)
+	watch.DefaultChanSize = 1 << 16
+	for it := range b.N {
+		b.StopTimer()
+		h, env := benchHarness(b)
+		for i := range nodes {
+			h.node(benchNode(i))
+		}
+		h.start()
+		h.idle()
+		env.Emulator().ResetRequests()
+		ctx := context.Background()
+		b.StartTimer()
+		start := time.Now()
+		for i := range identities {
+			for p := range perIdentity {
+				node, _ := benchNode((i + p) % nodes)
+				pod := &v1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("egress-%03d-%02d", i, p), UID: uuid.NewUUID(),
+						Labels: map[string]string{EgressLabel: fmt.Sprintf("identity-%03d", i)}},
+					Spec:   v1.PodSpec{NodeName: node},
+					Status: v1.PodStatus{Phase: v1.PodRunning, PodIPs: []v1.PodIP{{IP: podIP(i, p)}}},
+				}
+				if _, err := h.cs.CoreV1().Pods("bench").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		testutil.Poll(b, 10*time.Minute, "every egress pod registered", func() bool {
+			h.engine.mu.Lock()
+			defer h.engine.mu.Unlock()
+			_, addrs := h.engine.tracker.NRPTotals()
+			return addrs == identities*perIdentity
+		})
+		created := time.Since(start)
+		h.idle()
+		writes := len(armWrites(env.Emulator()))
+		regCalls, locCalls := countPOSTs(env.Emulator())
+		env.Emulator().ResetRequests()
+		start = time.Now()
+		pods, err := h.cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := metav1.Now()
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			p.DeletionTimestamp = &now
+			if _, err := h.cs.CoreV1().Pods("bench").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		testutil.Poll(b, 10*time.Minute, "every egress pod released", func() bool {
+			left, err := h.cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+			return err == nil && len(left.Items) == 0
+		})
+		removed := time.Since(start)
+		b.StopTimer()
+		h.idle()
+		removalWrites := len(armWrites(env.Emulator()))
+		regCallsRm, locCallsRm := countPOSTs(env.Emulator())
+		if os.Getenv("AZLB_BENCH_DEBUG") != "" {
+			kinds := map[string]int{}
+			for _, r := range env.Emulator().Requests() {
+				if r.Kind == "arm" && r.Method != http.MethodGet {
+					parts := strings.Split(r.Path, "/")
+					kinds[fmt.Sprintf("%s %s %d", r.Method, parts[len(parts)-2], r.Status)]++
+				}
+			}
+			b.Logf("removal writes: %v", kinds)
+		}
+		leaked := 0
+		nats, err := h.clients.NatGateway.List(ctx, devenv.ResourceGroup)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pips, err := h.clients.PublicIP.List(ctx, devenv.ResourceGroup)
+		if err != nil {
+			b.Fatal(err)
+		}
+		svcs, err := h.clients.ServiceGateway.GetServices(ctx, devenv.ResourceGroup, "servicegateway")
+		if err != nil {
+			b.Fatal(err)
+		}
+		leaked += len(nats) + len(pips) + len(svcs) - 3 // default-natgw: its NAT gateway, public IP, service
+		leaked += len(gatewayAddresses(b, h.clients))
+		if it == b.N-1 {
+			b.ReportMetric(float64(writes), "writes")
+			b.ReportMetric(float64(removalWrites), "writes-removal")
+			b.ReportMetric(float64(regCalls), "updateServices")
+			b.ReportMetric(float64(locCalls), "updateAddressLocations")
+			b.ReportMetric(float64(regCallsRm), "updateServices-removal")
+			b.ReportMetric(float64(locCallsRm), "updateAddressLocations-removal")
+			b.ReportMetric(created.Seconds(), "s-all-registered")
+			b.ReportMetric(removed.Seconds(), "s-all-removed")
+			b.ReportMetric(float64(leaked), "leaked")
+		}
+		if leaked != 0 {
+			b.Errorf("%d resources or addresses leaked", leaked)
+		}
+		h.shutdown()
+	}
+}
+
+// countPOSTs counts the updateServices and updateAddressLocations the
+// emulator served.
+func countPOSTs(e *emulator.Emulator) (services, locations int) {
+	for _, r := range e.Requests() {
+		if r.Kind != "arm" || r.Method != http.MethodPost {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(r.Path, "/updateServices"):
+			services++
+		case strings.HasSuffix(r.Path, "/updateAddressLocations"):
+			locations++
+		}
+	}
+	return services, locations
+}

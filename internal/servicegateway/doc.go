@@ -23,7 +23,8 @@
 //     UpdateLoadBalancer does nothing.
 //   - Addresses: the diffTracker mirrors what the gateway holds and what the
 //     ready endpoints want (pod IP under its node's InternalIP of the same
-//     family). No address naming a Service is sent before the Service is
+//     family); terminating endpoints that still serve, and pods held only by
+//     azlb's readiness gate, count too (endpoints.go, readiness.go). No address naming a Service is sent before the Service is
 //     registered, nor after its deletion started. One updateAddressLocations
 //     is in flight at a time (a one-key workqueue); everything that changes
 //     meanwhile goes in the next one. Services azlb does not own (outbound
@@ -50,6 +51,15 @@
 //     compares: an unchanged cluster costs no write. Resources azlb made
 //     (UID-named, with the cluster's tag, or registered in the gateway) for
 //     Services that no longer exist are removed.
+//   - Egress (egress.go): pods labelled EgressLabel=<identity> make, for
+//     the first of them, the identity's public IP(s) <identity>-pip[-v6],
+//     NAT gateway <identity> (attached to the gateway) and Outbound service
+//     <identity>, and have their addresses name the identity (beside any
+//     inbound Service). A leaving pod's finalizer (PodFinalizer) goes once
+//     its address has left the gateway; the last pod's once the identity is
+//     torn down: addresses, detach (explicit null), unregister, NAT
+//     gateway, public IPs. Resources without the cluster's and the
+//     identity's tags, and default-natgw, are never touched.
 //   - No ARM or Kubernetes call is made while the engine's lock is held.
 //     Time comes from an injected clock.
 package servicegateway

@@ -17,18 +17,19 @@ import (
 // endpointSet is what a Service's EndpointSlices want in the gateway.
 type endpointSet struct {
 	addrs map[addrKey]struct{}
-	// nodes are the node names the ready endpoints run on, found or not
+	// nodes are the node names the registered endpoints run on, found or not
 	// (a node added later must bring its pods in).
 	nodes map[string]struct{}
-	// unplaced counts ready endpoint addresses with no location: unknown
+	// unplaced counts registered endpoint addresses with no location: unknown
 	// node, no InternalIP of the pod's family, or an address that is not
 	// an IP.
 	unplaced int
 }
 
-// serviceEndpoints reads the ready endpoints of the Service ns/name with
-// UID uid from the listers. An endpoint counts when its Ready condition is
-// not false and it names its node; each of its addresses is filed under
+// serviceEndpoints reads the endpoints of the Service ns/name with UID uid
+// that belong in the gateway from the listers. An endpoint counts when it
+// is registered (see registered) and names its node; each of its addresses
+// is filed under
 // the node's InternalIP of the same family (the family of the address, not
 // the slice's AddressType; FQDN slices are skipped). Slices owned by
 // another Service object of the same name are ignored.
@@ -44,7 +45,7 @@ func serviceEndpoints(ns, name string, uid types.UID, slices sliceSource, nodes 
 			continue
 		}
 		for _, ep := range s.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+			if !registered(ep.Conditions) {
 				continue
 			}
 			if ep.NodeName == nil || *ep.NodeName == "" {
@@ -75,6 +76,31 @@ func serviceEndpoints(ns, name string, uid types.UID, slices sliceSource, nodes 
 		}
 	}
 	return out, nil
+}
+
+// registered reports whether an endpoint's addresses belong in the gateway
+// (KEP-1672 conditions; docs/admin-state.md, "Rolling updates"):
+//
+//   - a ready endpoint: not terminating, ready true or unset (the API's
+//     "nil means ready");
+//   - a terminating endpoint that still serves (serving explicitly true),
+//     whether or not the Service has ready endpoints elsewhere. The gateway
+//     has no admin state: an address is either registered, taking new flows
+//     and keeping its established ones, or removed, which ends its flows.
+//     So the address of a pod in its graceful shutdown stays until the pod
+//     stops serving or leaves the slice, and its established connections
+//     are not cut when termination starts; the price is that it keeps its
+//     share of new connections, which it answers while it serves. When no
+//     endpoint is ready, the serving-terminating ones are the Service's
+//     only backends, as kube-proxy would use them.
+//
+// A terminating endpoint with serving unset, or false, is removed (the
+// stricter reading: it never said it serves).
+func registered(c discoveryv1.EndpointConditions) bool {
+	if c.Terminating != nil && *c.Terminating {
+		return c.Serving != nil && *c.Serving
+	}
+	return c.Ready == nil || *c.Ready
 }
 
 // ownedBy reports whether a slice belongs to the Service with this UID: it

@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
@@ -68,6 +69,10 @@ type Options struct {
 	Services       coreinformers.ServiceInformer
 	EndpointSlices discoveryinformers.EndpointSliceInformer
 	Nodes          coreinformers.NodeInformer
+	// Pods (egress pods; a label-filtered informer is enough) and
+	// NatGateways turn egress on; without either it is off.
+	Pods        coreinformers.PodInformer
+	NatGateways azure.NatGatewayClient
 	// Recorder records Service events; nil drops them.
 	Recorder record.EventRecorder
 	// Clock drives retries, parking and the resync. Default: the real clock.
@@ -154,6 +159,8 @@ type Controller struct {
 	slices    discoverylisters.EndpointSliceLister
 	bySvc     sliceSource
 	nodes     corelisters.NodeLister
+	pods      corelisters.PodLister
+	nats      azure.NatGatewayClient
 	recorder  record.EventRecorder
 	clock     clock.WithTicker
 	opTimeout time.Duration
@@ -166,6 +173,8 @@ type Controller struct {
 	svcQueue workqueue.TypedRateLimitingInterface[string]
 	epQueue  workqueue.TypedRateLimitingInterface[string]
 	locQueue workqueue.TypedRateLimitingInterface[string]
+	// egQueue holds egress identities (egress.go).
+	egQueue workqueue.TypedRateLimitingInterface[string]
 	// regQueue has one key: the registrar (registrations.go).
 	regQueue workqueue.TypedDelayingInterface[string]
 	// regBatch is the most services one updateServices carries.
@@ -190,6 +199,11 @@ type Controller struct {
 	regPending  []regEntry
 	regWaiting  map[string]regKind
 	regFailures map[string]regFailure
+	// egress: the egress identities (egress.go); podIdentity the pods seen
+	// with one; podWarned the pod events already recorded.
+	egress      map[string]*egressState
+	podIdentity map[types.UID]egressPod
+	podWarned   map[string]struct{}
 
 	initOnce    sync.Once
 	initialized chan struct{}
@@ -197,6 +211,8 @@ type Controller struct {
 	// the Service workers.
 	working atomic.Int32
 	svcBusy atomic.Int32
+	// egBusy counts the egress workers processing an identity.
+	egBusy atomic.Int32
 }
 
 // busy reports whether a worker is processing an item.
@@ -240,7 +256,14 @@ func NewController(o Options) (*Controller, error) {
 		regBatch:    o.Config.UpdateServicesBatchSize(),
 		regWaiting:  map[string]regKind{},
 		regFailures: map[string]regFailure{},
+		egress:      map[string]*egressState{},
+		podIdentity: map[types.UID]egressPod{},
+		podWarned:   map[string]struct{}{},
+		nats:        o.NatGateways,
 		initialized: make(chan struct{}),
+	}
+	if o.Pods != nil && o.NatGateways != nil {
+		e.pods = o.Pods.Lister()
 	}
 	if e.opTimeout <= 0 {
 		e.opTimeout = DefaultOpTimeout
@@ -254,6 +277,8 @@ func NewController(o Options) (*Controller, error) {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: endpointsQueueName, Clock: clk})
 	e.locQueue = workqueue.NewTypedRateLimitingQueueWithConfig[string](newBackoff(locationsBackoffBase, locationsBackoffCap),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: locationsQueueName, Clock: clk})
+	e.egQueue = workqueue.NewTypedRateLimitingQueueWithConfig[string](newBackoff(serviceBackoffBase, serviceBackoffCap),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: egressQueueName, Clock: clk})
 	e.regQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: registrationsQueueName, Clock: clk})
 	shutdown := e.shutDownQueues
 	// A Service's slices are found through an index, not by scanning the
@@ -283,6 +308,18 @@ func NewController(o Options) (*Controller, error) {
 		return nil, fmt.Errorf("servicegateway: register Node handler: %w", err)
 	}
 	e.synced = []cache.InformerSynced{sliceReg.HasSynced, nodeReg.HasSynced, o.Services.Informer().HasSynced}
+	if e.pods != nil {
+		podReg, err := o.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    e.onPod,
+			UpdateFunc: func(_, cur any) { e.onPod(cur) },
+			DeleteFunc: e.onPodDeleted,
+		})
+		if err != nil {
+			shutdown()
+			return nil, fmt.Errorf("servicegateway: register Pod handler: %w", err)
+		}
+		e.synced = append(e.synced, podReg.HasSynced)
+	}
 	return e, nil
 }
 
@@ -346,6 +383,12 @@ func (e *Controller) Run(ctx context.Context, workers int) error {
 		for e.processNextRegistrations(ctx) {
 		}
 	})
+	for range workers {
+		wg.Go(func() {
+			for e.processNextEgress(ctx) {
+			}
+		})
+	}
 	wg.Go(func() { e.housekeeping(ctx) })
 	<-ctx.Done()
 	e.shutDownQueues()
@@ -360,6 +403,7 @@ func (e *Controller) shutDownQueues() {
 	e.epQueue.ShutDown()
 	e.locQueue.ShutDown()
 	e.regQueue.ShutDown()
+	e.egQueue.ShutDown()
 }
 
 // housekeeping refreshes the gauges every 30 s and marks every address for
@@ -433,5 +477,8 @@ func (e *Controller) onNode(obj any) {
 	e.mu.Unlock()
 	for _, k := range keys {
 		e.epQueue.Add(k)
+	}
+	if !known || prev != locs {
+		e.queueAllEgress()
 	}
 }

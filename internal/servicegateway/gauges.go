@@ -27,7 +27,11 @@ func (e *Controller) refreshGauges() {
 		}
 	}
 	locs, addrs := e.tracker.NRPTotals()
+	identities := len(e.egress)
 	e.mu.Unlock()
+	if e.hasEgress() {
+		metrics.SetServiceGatewayEgressIdentities(identities)
+	}
 	metrics.SetServiceGatewayPending(counts, deletions)
 	metrics.SetServiceGatewayTotals(locs, addrs)
 }

@@ -131,6 +131,14 @@ func newHarness(t testing.TB) *harness {
 		err := h.cs.Tracker().Delete(v1.SchemeGroupVersion.WithResource("services"), svc.Namespace, svc.Name)
 		return true, svc, err
 	})
+	h.cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p, ok := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
+		if !ok || p.DeletionTimestamp == nil || len(p.Finalizers) > 0 {
+			return false, nil, nil
+		}
+		err := h.cs.Tracker().Delete(v1.SchemeGroupVersion.WithResource("pods"), p.Namespace, p.Name)
+		return true, p, err
+	})
 	h.arm.Before = func(c testutil.Call) {
 		h.hookMu.Lock()
 		fn := h.before
@@ -184,6 +192,9 @@ func (h *harness) run() *Controller {
 	}
 	if h.sliceInformer != nil {
 		o.EndpointSlices = h.sliceInformer
+	}
+	if h.clients != nil {
+		o.Pods, o.NatGateways = f.Core().V1().Pods(), h.clients.NatGateway
 	}
 	if h.realClock {
 		o.Clock = clock.RealClock{}
@@ -397,7 +408,7 @@ func (h *harness) idle() {
 	h.t.Helper()
 	testutil.Poll(h.t, waitFor, "engine idle", func() bool {
 		e := h.engine
-		return e.svcQueue.Len() == 0 && e.epQueue.Len() == 0 && e.locQueue.Len() == 0 && e.regQueue.Len() == 0 &&
+		return e.svcQueue.Len() == 0 && e.epQueue.Len() == 0 && e.locQueue.Len() == 0 && e.regQueue.Len() == 0 && e.egQueue.Len() == 0 &&
 			!e.busy() && !e.registrationsPending()
 	})
 }

@@ -213,7 +213,7 @@ func (e *Controller) deletionWaitsLocked() bool {
 			return true
 		}
 	}
-	return false
+	return e.egressDeletionWaitsLocked()
 }
 
 // queueDrained queues the deletions whose addresses the gateway no longer
@@ -227,9 +227,13 @@ func (e *Controller) queueDrained() {
 			ready = append(ready, uid)
 		}
 	}
+	egress := e.drainedEgressLocked()
 	e.mu.Unlock()
 	for _, uid := range ready {
 		e.svcQueue.Add(uid)
+	}
+	for _, id := range egress {
+		e.egQueue.Add(id)
 	}
 }
 

@@ -151,7 +151,7 @@ func (e *Controller) nextRegistrations() []regEntry {
 	if n == 0 {
 		return nil
 	}
-	if n < e.regBatch && (e.svcQueue.Len() > 0 || e.svcBusy.Load() > 0) {
+	if n < e.regBatch && (e.svcQueue.Len() > 0 || e.svcBusy.Load() > 0 || e.egQueue.Len() > 0 || e.egBusy.Load() > 0) {
 		if wait := e.regPending[0].at.Add(registrationDelay).Sub(e.clock.Now()); wait > 0 {
 			e.regQueue.AddAfter(registrationsKey, wait)
 			return nil
@@ -208,9 +208,13 @@ func (e *Controller) recordRegistrations(ctx context.Context, batch []regEntry, 
 		delete(e.regWaiting, r.uid)
 		if errs[i] != nil {
 			failed++
-			if e.states[r.uid] != nil {
+			if e.states[r.uid] != nil || e.egress[identityOfKey(r.uid)] != nil {
 				e.regFailures[r.uid] = regFailure{kind: r.kind, err: errs[i]}
 			}
+			continue
+		}
+		if id := identityOfKey(r.uid); id != "" {
+			e.egressRegisteredLocked(id, r.kind == regRegister)
 			continue
 		}
 		klog.FromContext(ctx).V(3).Info("Service gateway accepted the entry", "uid", r.uid, "entry", r.kind.String())
@@ -228,6 +232,10 @@ func (e *Controller) recordRegistrations(ctx context.Context, batch []regEntry, 
 	e.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Sent service gateway registrations", "services", len(batch), "calls", calls, "failed", failed)
 	for _, r := range batch {
+		if id := identityOfKey(r.uid); id != "" {
+			e.egQueue.Add(id)
+			continue
+		}
 		e.svcQueue.Add(r.uid)
 	}
 	if more {
@@ -237,6 +245,9 @@ func (e *Controller) recordRegistrations(ctx context.Context, batch []regEntry, 
 
 // serviceRequest is the updateServices entry of a Service.
 func (e *Controller) serviceRequest(uid string, kind regKind) *armnetwork.ServiceGatewayServiceRequest {
+	if id := identityOfKey(uid); id != "" {
+		return e.outboundRequest(id, kind == regUnregister)
+	}
 	if kind == regUnregister {
 		return e.unregistration(uid).ServiceRequests[0]
 	}

@@ -56,6 +56,11 @@ type azureState struct {
 	lbs        map[string]*armnetwork.LoadBalancer
 	pips       map[string]*armnetwork.PublicIPAddress
 	locations  []*armnetwork.ServiceGatewayAddressLocationResponse
+	// outbound: Outbound services other than default-natgw -> NAT gateway
+	// id; egressPIPs: public IPs tagged for an egress identity (IPv4,
+	// IPv6).
+	outbound   map[string]string
+	egressPIPs map[string][2]*armnetwork.PublicIPAddress
 }
 
 // readAzure reads the gateway's services and address locations and the
@@ -73,7 +78,8 @@ func (e *Controller) readAzure(ctx context.Context) (*azureState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the services of service gateway %s: %w", gwName, err)
 	}
-	st := &azureState{registered: map[string][]string{}, lbs: map[string]*armnetwork.LoadBalancer{}, pips: map[string]*armnetwork.PublicIPAddress{}}
+	st := &azureState{registered: map[string][]string{}, lbs: map[string]*armnetwork.LoadBalancer{}, pips: map[string]*armnetwork.PublicIPAddress{},
+		outbound: map[string]string{}, egressPIPs: map[string][2]*armnetwork.PublicIPAddress{}}
 	for _, s := range svcs {
 		if s == nil || s.Name == nil {
 			continue
@@ -84,6 +90,9 @@ func (e *Controller) readAzure(ctx context.Context) (*azureState, error) {
 		}
 		switch typ {
 		case armnetwork.ServiceTypeOutbound:
+			if !strings.EqualFold(*s.Name, names.DefaultOutboundService) && s.Properties != nil {
+				st.outbound[*s.Name] = ptr.Deref(s.Properties.PublicNatGatewayID, "")
+			}
 			continue
 		case armnetwork.ServiceTypeInbound, armnetwork.ServiceTypeInboundOutbound:
 		default:
@@ -119,6 +128,16 @@ func (e *Controller) readAzure(ctx context.Context) (*azureState, error) {
 	for _, p := range pips {
 		if uid, ok := names.UIDOfServicePublicIP(ptr.Deref(p.Name, "")); ok {
 			st.pips[uid] = p
+			continue
+		}
+		if id, ok := identityOfPIP(ptr.Deref(p.Name, "")); ok && hasClusterTag(p.Tags, e.cfg.ClusterName) && ptr.Deref(p.Tags[TagEgressIdentity], "") == id {
+			x := st.egressPIPs[id]
+			if strings.HasSuffix(*p.Name, egressPIPSuffixV6) {
+				x[1] = p
+			} else {
+				x[0] = p
+			}
+			st.egressPIPs[id] = x
 		}
 	}
 	return st, nil
@@ -168,11 +187,17 @@ func (e *Controller) load(ctx context.Context) error {
 		}
 		wants[uid] = set
 	}
+	found, err := e.readEgress(ctx, az)
+	if err != nil {
+		return err
+	}
+	seenPods, egressAddrs := e.egressPodsAtStart()
 	e.mu.Lock()
 	e.states = states
 	e.byName = map[string]string{}
 	e.tracker = newDiffTracker()
 	skipped := e.tracker.LoadNRP(az.locations)
+	identities := e.installEgressLocked(found, seenPods, egressAddrs)
 	for uid, pools := range az.registered {
 		e.tracker.SetRegistered(uid, pools)
 	}
@@ -195,6 +220,9 @@ func (e *Controller) load(ctx context.Context) error {
 	}
 	for uid := range states {
 		e.svcQueue.Add(uid)
+	}
+	for _, id := range identities {
+		e.egQueue.Add(id)
 	}
 	e.locQueue.Add(locationsKey)
 	return nil

@@ -46,6 +46,9 @@ type diffTracker struct {
 	// registered: inbound services NRP holds, by name (lower-cased uid),
 	// with the pool ids they point at.
 	registered map[string][]string
+	// outbound: the egress identities azlb owns (besides UIDs, the only
+	// services it adds to or removes from an address).
+	outbound map[string]struct{}
 
 	dirty    map[addrKey]struct{}
 	inflight map[addrKey]struct{}
@@ -63,6 +66,7 @@ func newDiffTracker() *diffTracker {
 		nrp:        map[netip.Addr]map[netip.Addr][]string{},
 		nrpBy:      map[string]map[addrKey]struct{}{},
 		registered: map[string][]string{},
+		outbound:   map[string]struct{}{},
 		dirty:      map[addrKey]struct{}{},
 		inflight:   map[addrKey]struct{}{},
 		held:       map[netip.Addr]map[addrKey]struct{}{},
@@ -330,7 +334,60 @@ func (t *diffTracker) wantServices(k addrKey) []string {
 // owns reports whether a service name is one of azlb's inbound services: a
 // Kubernetes UID. Everything else (default-natgw, egress identities) is
 // left as NRP holds it.
-func (t *diffTracker) owns(name string) bool { return isUID(name) }
+func (t *diffTracker) owns(name string) bool {
+	if isUID(name) {
+		return true
+	}
+	_, ok := t.outbound[name]
+	return ok
+}
+
+// SetOwned says whether azlb owns the egress identity name (so it adds it
+// to and removes it from addresses); the addresses NRP maps to it are
+// compared again.
+func (t *diffTracker) SetOwned(name string, owned bool) {
+	if _, had := t.outbound[name]; had == owned {
+		return
+	}
+	if owned {
+		t.outbound[name] = struct{}{}
+	} else {
+		delete(t.outbound, name)
+	}
+	for k := range t.nrpBy[name] {
+		t.mark(k)
+	}
+}
+
+// MarkMapped makes the addresses NRP maps to the service name dirty (a
+// deletion waits on them: compare them again rather than trust an
+// abandoned batch).
+func (t *diffTracker) MarkMapped(name string) {
+	for k := range t.nrpBy[name] {
+		t.mark(k)
+	}
+}
+
+// MapsAddress reports whether NRP maps the pod address ip (under any
+// location) to the service name.
+func (t *diffTracker) MapsAddress(name string, ip netip.Addr) bool {
+	for k := range t.nrpBy[name] {
+		if k.addr == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// WantsAddress reports whether the service name wants the pod address ip.
+func (t *diffTracker) WantsAddress(name string, ip netip.Addr) bool {
+	for k := range t.desired[name] {
+		if k.addr == ip {
+			return true
+		}
+	}
+	return false
+}
 
 // batch is one updateAddressLocations request and what it will make NRP
 // hold.

@@ -23,6 +23,22 @@ type Gateway struct {
 	Name      string
 	Services  []*armnetwork.ServiceGatewayService
 	Locations []*armnetwork.ServiceGatewayAddressLocationResponse
+	// Egress are the outbound services other than the default: egress
+	// identities.
+	Egress []EgressIdentity
+}
+
+// EgressIdentity is one outbound service of the gateway with its NAT
+// gateway.
+type EgressIdentity struct {
+	Name string
+	// NAT is the NAT gateway's name ("" when the service names none);
+	// Missing when it does not exist; Attached when its serviceGateway is
+	// the gateway.
+	NAT               string
+	Missing, Attached bool
+	// PublicIPs are the NAT gateway's public IP addresses.
+	PublicIPs []string
 }
 
 // CollectGateway reads the services and address locations of the cluster's
@@ -37,6 +53,37 @@ func CollectGateway(ctx context.Context, clients *azure.Clients, resourceGroup s
 		return fmt.Errorf("read service gateway %s/%s: %w", resourceGroup, names.ServiceGateway, err)
 	}
 	s.Gateway = &Gateway{Name: names.ServiceGateway, Services: svcs, Locations: locs}
+	for _, sv := range svcs {
+		if sv == nil || sv.Properties == nil || ptr.Deref(sv.Properties.ServiceType, "") != armnetwork.ServiceTypeOutbound ||
+			strings.EqualFold(str(sv.Name), names.DefaultOutboundService) {
+			continue
+		}
+		eg := EgressIdentity{Name: str(sv.Name)}
+		natID := ptr.Deref(sv.Properties.PublicNatGatewayID, "")
+		if i := strings.LastIndex(natID, "/"); i >= 0 {
+			eg.NAT = natID[i+1:]
+		}
+		if eg.NAT != "" && clients.NatGateway != nil {
+			nat, err := clients.NatGateway.Get(ctx, resourceGroup, eg.NAT)
+			switch {
+			case azure.Classify(err) == azure.ClassStale:
+				eg.Missing = true
+			case err != nil:
+				return fmt.Errorf("read NAT gateway %s/%s: %w", resourceGroup, eg.NAT, err)
+			case nat.Properties != nil:
+				eg.Attached = nat.Properties.ServiceGateway != nil && strings.HasSuffix(strings.ToLower(ptr.Deref(nat.Properties.ServiceGateway.ID, "")), "/servicegateways/"+names.ServiceGateway)
+				for _, p := range nat.Properties.PublicIPAddresses {
+					id := ptr.Deref(p.ID, "")
+					name := id[strings.LastIndex(id, "/")+1:]
+					pip, err := clients.PublicIP.Get(ctx, resourceGroup, name)
+					if err == nil && pip.Properties != nil && pip.Properties.IPAddress != nil {
+						eg.PublicIPs = append(eg.PublicIPs, *pip.Properties.IPAddress)
+					}
+				}
+			}
+		}
+		s.Gateway.Egress = append(s.Gateway.Egress, eg)
+	}
 	return nil
 }
 
@@ -81,6 +128,29 @@ func renderGateway(w io.Writer, s *Snapshot) {
 			pools = len(sv.Properties.LoadBalancerBackendPools)
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%d\n", str(sv.Name), typ, cmp.Or(s.serviceOfUID(str(sv.Name)), "-"), pools)
+	}
+	if len(g.Egress) > 0 {
+		pods := map[string]int{}
+		for _, l := range g.Locations {
+			for _, a := range l.Addresses {
+				for _, x := range a.Services {
+					pods[ptr.Deref(x, "")]++
+				}
+			}
+		}
+		fmt.Fprintln(w, "  EGRESS IDENTITY\tNAT GATEWAY\tPUBLIC IPS\tPODS")
+		eg := slices.Clone(g.Egress)
+		slices.SortFunc(eg, func(a, b EgressIdentity) int { return cmp.Compare(a.Name, b.Name) })
+		for _, e := range eg {
+			nat := cmp.Or(e.NAT, "-")
+			switch {
+			case e.Missing:
+				nat += " (missing)"
+			case e.NAT != "" && !e.Attached:
+				nat += " (detached)"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%d\n", e.Name, nat, cmp.Or(strings.Join(e.PublicIPs, ","), "-"), pods[e.Name])
+		}
 	}
 	locs := slices.Clone(g.Locations)
 	slices.SortFunc(locs, func(a, b *armnetwork.ServiceGatewayAddressLocationResponse) int {

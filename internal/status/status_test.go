@@ -156,12 +156,18 @@ func TestRenderServiceGateway(t *testing.T) {
 		},
 	}
 	var buf bytes.Buffer
+	var out string
+	snap.Gateway.Services = append(snap.Gateway.Services, &armnetwork.ServiceGatewayService{Name: to.Ptr("team-a"),
+		Properties: &armnetwork.ServiceGatewayServicePropertiesFormat{ServiceType: to.Ptr(armnetwork.ServiceTypeOutbound)}})
+	snap.Gateway.Locations[0].Addresses = append(snap.Gateway.Locations[0].Addresses,
+		&armnetwork.ServiceGatewayAddress{Address: to.Ptr("10.244.0.11"), Services: []*string{to.Ptr("team-a")}})
+	snap.Gateway.Egress = []EgressIdentity{{Name: "team-a", NAT: "team-a", Attached: true, PublicIPs: []string{"20.40.0.12"}}}
 	if err := Render(&buf, snap); err != nil {
 		t.Fatal(err)
 	}
-	out := buf.String()
-	for _, want := range []string{"LOAD BALANCER " + uid + " (demo/web)", "20.40.0.9", "SERVICE GATEWAY servicegateway", "2 services, 1 locations, 1 addresses",
-		"Inbound", "Outbound", "LOCATION 10.240.0.4", "node aks-n1", "10.244.0.10", "default-natgw,demo/web"} {
+	out = buf.String()
+	for _, want := range []string{"LOAD BALANCER " + uid + " (demo/web)", "20.40.0.9", "SERVICE GATEWAY servicegateway", "3 services, 1 locations, 2 addresses",
+		"Inbound", "Outbound", "LOCATION 10.240.0.4", "node aks-n1", "10.244.0.10", "default-natgw,demo/web", "EGRESS IDENTITY", "20.40.0.12"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

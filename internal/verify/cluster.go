@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbclass"
@@ -154,11 +156,22 @@ func vmSet(n *v1.Node) string {
 	return strings.TrimSpace(n.Labels[labelAgentPoolShort])
 }
 
-// endpointNodes are the nodes named by the Service's ready endpoints (ready
-// unset counts as ready) in all of its EndpointSlices
-// (multiple-load-balancers.md, Local Services).
-func endpointNodes(svc *v1.Service, slices []*discoveryv1.EndpointSlice) map[string]bool {
-	out := map[string]bool{}
+// localPoolNodes is what a Local Service's pool must hold
+// (multiple-load-balancers.md, Local Services; admin-state.md, Rolling
+// updates), from all of its EndpointSlices, per node by its endpoints of
+// the Service:
+//
+//   - a ready endpoint (ready true or unset, and not terminating): the node
+//     is a member, with the admin state its taints call for;
+//   - only endpoints that are terminating with serving set to true (an
+//     unset serving is not serving): a member, and draining (Down) when
+//     another node has a ready endpoint; when none has, it is an ordinary
+//     member (it still takes traffic). With enableLoadBalancerAdminState
+//     false a draining node is no member at all (no Down is written);
+//   - anything else (not ready, terminating and not serving): not a
+//     member.
+func localPoolNodes(cfg *config.Config, svc *v1.Service, slices []*discoveryv1.EndpointSlice) (members, draining map[string]bool) {
+	ready, serving := map[string]bool{}, map[string]bool{}
 	for _, s := range slices {
 		if s.Namespace != svc.Namespace || s.Labels[discoveryv1.LabelServiceName] != svc.Name {
 			continue
@@ -167,14 +180,46 @@ func endpointNodes(svc *v1.Service, slices []*discoveryv1.EndpointSlice) map[str
 			if ep.NodeName == nil || *ep.NodeName == "" {
 				continue
 			}
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
+			c := ep.Conditions
+			switch {
+			case c.Terminating != nil && *c.Terminating:
+				if c.Serving != nil && *c.Serving {
+					serving[*ep.NodeName] = true
+				}
+			case c.Ready == nil || *c.Ready:
+				ready[*ep.NodeName] = true
 			}
-			out[*ep.NodeName] = true
 		}
 	}
-	return out
+	adminState := cfg.EnableLoadBalancerAdminState == nil || *cfg.EnableLoadBalancerAdminState
+	members, draining = map[string]bool{}, map[string]bool{}
+	for n := range ready {
+		members[n] = true
+	}
+	for n := range serving {
+		switch {
+		case ready[n]:
+		case len(ready) == 0:
+			members[n] = true
+		case adminState:
+			members[n], draining[n] = true, true
+		}
+	}
+	return members, draining
 }
 
 // configEntry is one multiple-SLB configuration.
 type configEntry = config.MultipleStandardLoadBalancerConfiguration
+
+// checkDrainingState: the entry of a node draining for a Local Service
+// (localPoolNodes) is Down, whatever its taints (admin-state.md, Rolling
+// updates).
+func (m *nodeMode) checkDrainingState(obj, entry string, got *armnetwork.LoadBalancerBackendAddressAdminState) {
+	if g := string(ptr.Deref(got, "")); !strings.EqualFold(g, "Down") {
+		if g == "" {
+			g = "None"
+		}
+		m.r.add(obj, "admin-state.md#local-services-the-node-stays-down",
+			"entry %s has adminState %s, want Down (the node's endpoints of the Service are all terminating but serving, and another node has a ready one)", entry, g)
+	}
+}

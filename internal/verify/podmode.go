@@ -129,6 +129,7 @@ func checkPodMode(s *Snapshot, r *Report) {
 	}
 	m.checkLeftovers(gwServices)
 	m.checkAddresses()
+	m.checkEgress()
 }
 
 func (m *podMode) checkService(svc *v1.Service, gs *armnetwork.ServiceGatewayService) {

@@ -89,9 +89,10 @@ func clusterPoolFamily(cluster, pool string) v1.IPFamily {
 // checkPools checks the members of the pools rules use: cluster pools
 // (every eligible node, or in multiple-SLB mode the nodes placed on this
 // configuration: checkNodePlacement) and Local Services' pools (the nodes
-// of their ready endpoints). A cluster pool no rule uses carries no traffic:
-// only its entries' admin state is judged (admin-state.md: every entry of
-// the node, on every load balancer).
+// of their ready endpoints, and their draining nodes Down:
+// localPoolNodes). A cluster pool no rule uses carries no traffic: only
+// its entries' admin state is judged (admin-state.md: every entry of the
+// node, on every load balancer).
 func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 	name := ptr.Deref(lb.Name, "")
 	used := rulePools(lb)
@@ -109,16 +110,17 @@ func (m *nodeMode) checkPools(lb *armnetwork.LoadBalancer) {
 			if m.multi {
 				// Membership is judged per node (checkNodePlacement); the
 				// entries' content here.
-				m.checkEntries(name, p, fam, m.eligibleWithIP(fam, nil), false)
+				m.checkEntries(name, p, fam, m.eligibleWithIP(fam, nil), false, nil)
 				continue
 			}
-			m.checkEntries(name, p, fam, m.eligibleWithIP(fam, nil), true)
+			m.checkEntries(name, p, fam, m.eligibleWithIP(fam, nil), true, nil)
 		case m.isClusterPool(pn):
 			m.checkIdleAdminState(name, p)
 		case local[lower(pn)].svc != nil:
 			m.checkDrainPeriod(name, p)
 			lp := local[lower(pn)]
-			m.checkEntries(name, p, lp.fam, m.eligibleWithIP(lp.fam, endpointNodes(lp.svc, m.s.Slices)), true)
+			members, draining := localPoolNodes(m.cfg, lp.svc, m.s.Slices)
+			m.checkEntries(name, p, lp.fam, m.eligibleWithIP(lp.fam, members), true, draining)
 		}
 	}
 	for pn, lp := range local {
@@ -177,8 +179,9 @@ func (m *nodeMode) eligibleWithIP(fam v1.IPFamily, only map[string]bool) map[str
 // and holds its InternalIP of the family, the cluster's virtual network and
 // the admin state its taints call for (load-balancers.md, Backend pools;
 // admin-state.md). Only nodes in want may be there; with exact, all of
-// them must be.
-func (m *nodeMode) checkEntries(lbName string, p *armnetwork.BackendAddressPool, fam v1.IPFamily, want map[string]bool, exact bool) {
+// them must be. The entries of the nodes in draining (a Local Service's
+// nodes whose endpoints all terminate: localPoolNodes) must be Down.
+func (m *nodeMode) checkEntries(lbName string, p *armnetwork.BackendAddressPool, fam v1.IPFamily, want map[string]bool, exact bool, draining map[string]bool) {
 	pn := ptr.Deref(p.Name, "")
 	obj := fmt.Sprintf("pool %s/%s", lbName, pn)
 	doc := "load-balancers.md#backend-pools"
@@ -223,7 +226,11 @@ func (m *nodeMode) checkEntries(lbName string, p *armnetwork.BackendAddressPool,
 				m.r.add(obj, doc, "entry %s references virtual network %s, want %s", ename, vnet, m.vnetID)
 			}
 		}
-		m.checkAdminState(obj, ename, ep.AdminState, n)
+		if draining[ename] {
+			m.checkDrainingState(obj, ename, ep.AdminState)
+		} else {
+			m.checkAdminState(obj, ename, ep.AdminState, n)
+		}
 	}
 	if !exact {
 		return

@@ -68,6 +68,10 @@ type VM struct {
 type Gateway struct {
 	Services  []*armnetwork.ServiceGatewayService
 	Locations []*armnetwork.ServiceGatewayAddressLocationResponse
+	// EgressPods are the pods labelled with an egress identity,
+	// NatGateways those of the resource group (egress.go).
+	EgressPods  []*v1.Pod
+	NatGateways []*armnetwork.NatGateway
 }
 
 // Collect reads the snapshot. Every read goes through clients, which the
@@ -128,6 +132,9 @@ func Collect(ctx context.Context, cfg *config.Config, clients *azure.Clients, ku
 		}
 		if g.Locations, err = clients.ServiceGateway.GetAddressLocations(ctx, cfg.ResourceGroup, names.ServiceGateway); err != nil {
 			return nil, fmt.Errorf("read the address locations of service gateway %s: %w", names.ServiceGateway, err)
+		}
+		if err := collectEgress(ctx, cfg, clients, kube, g); err != nil {
+			return nil, err
 		}
 		s.Gateway = g
 	case nicBased(cfg):

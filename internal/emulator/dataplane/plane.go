@@ -56,6 +56,8 @@ type Plane struct {
 	dmu    sync.Mutex
 	denied map[deniedKey]*deniedCount // flows and probes refused by a security rule
 
+	egress egressTable // outbound routes of pods (egress.go)
+
 	stopSweep chan struct{}
 	wg        sync.WaitGroup
 }
