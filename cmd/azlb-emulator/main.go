@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -82,6 +83,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
 	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
 	sgwMax := fs.Int("sgw-max-services-per-update", 0, "most serviceRequests one updateServices may hold; a longer one is refused whole (0: no maximum, as NRP documents none)")
+	var features featureFlags
+	fs.Var(&features, "feature", "a subscription feature registered, e.g. "+emulator.FeatureConnectionDraining+" (which a backend pool's drainPeriodInSeconds needs); repeatable")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	var id identityFlags
 	id.register(fs)
@@ -109,7 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	id.resolve()
 	srv, err := emulator.Start(emulator.Options{
-		InternetPrefixes: internet, ServiceTags: sec.tags,
+		InternetPrefixes: internet, ServiceTags: sec.tags, Features: features,
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage, ServiceGatewayMaxServicesPerUpdate: *sgwMax,
@@ -263,5 +266,18 @@ func resetEmulator(ctx context.Context, tgt replay.Target) error {
 	if resp.StatusCode != http.StatusNoContent {
 		return fmt.Errorf("reset answered %d", resp.StatusCode)
 	}
+	return nil
+}
+
+// featureFlags collects --feature values.
+type featureFlags []string
+
+func (f *featureFlags) String() string { return strings.Join(*f, ",") }
+
+func (f *featureFlags) Set(v string) error {
+	if strings.Count(v, "/") != 1 || strings.TrimSpace(v) != v || v == "/" {
+		return fmt.Errorf("%q is not a feature name (<namespace>/<feature>, e.g. %s)", v, emulator.FeatureConnectionDraining)
+	}
+	*f = append(*f, v)
 	return nil
 }

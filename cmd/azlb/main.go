@@ -6,11 +6,11 @@
 //	                                                                 wait until it serves; exit 1 with its last log entry
 //	                                                                 if it exits first
 //	azlb sandbox down [--dir .sandbox]                               stop it
-//	azlb status [--kubeconfig F] [--cloud-config F] [--load-balancer-class C]
+//	azlb status [--kubeconfig F] [--cloud-config F] [--load-balancer-class C] [--cluster-name N]
 //	                                                                 show load balancers, pools, admin state,
 //	                                                                 each Service's sources in the NSG
 //	                                                                 and the service gateway's pods
-//	azlb verify [--kubeconfig F] [--cloud-config F] [--load-balancer-class C] [--timeout D] [--quiet]
+//	azlb verify [--kubeconfig F] [--cloud-config F] [--load-balancer-class C] [--cluster-name N] [--timeout D] [--quiet]
 //	                                                                 every difference between Azure and the
 //	                                                                 documented behaviour; exit 1 on drift
 //	azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig F] [--cloud-config F]
@@ -55,8 +55,8 @@ const usage = `usage:
   azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic]
   azlb sandbox restart [--dir .sandbox] [--timeout 1m]
   azlb sandbox down [--dir .sandbox]
-  azlb status [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS]
-  azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--timeout 2m] [--quiet]
+  azlb status [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--cluster-name NAME]
+  azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--cluster-name NAME] [--timeout 2m] [--quiet]
   azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
   azlb node-agent --nodes FILE [--kubeconfig FILE] [--cloud-config FILE] [--interval 1s]
 `
@@ -203,12 +203,13 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", filepath.Join(".sandbox", sandbox.KubeconfigFile), "kubeconfig of the cluster (\"\" to skip Kubernetes)")
 	cloudConfig := fs.String("cloud-config", filepath.Join(".sandbox", sandbox.AzureJSONFile), "azure.json")
 	class := classFlag(fs)
+	clusterName := clusterNameFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	cfg, err := config.LoadFile(*cloudConfig)
+	cfg, err := loadConfig(*cloudConfig, *clusterName)
 	if err != nil {
 		return err
 	}
@@ -246,11 +247,34 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 		if err := status.CollectSecurityGroup(ctx, clients, nsgRG, cfg.SecurityGroupName, snap); err != nil {
 			return err
 		}
+		if err := status.CollectPrivateLinks(ctx, clients, cmp.Or(cfg.PrivateLinkServiceResourceGroup, cfg.ResourceGroup), cfg.ClusterName, snap); err != nil {
+			return err
+		}
 	}
 	for _, w := range cfg.UnknownFieldWarnings() {
 		fmt.Fprintf(out, "WARNING azure.json: %s\n", w)
 	}
 	return status.Render(out, snap)
+}
+
+// clusterNameFlag registers --cluster-name of status and verify: the
+// controller manager's --cluster-name, which names the cluster when
+// azure.json has no clusterName (CAPZ passes it so).
+func clusterNameFlag(fs *flag.FlagSet) *string {
+	return fs.String("cluster-name", "", "the controller manager's --cluster-name, when azure.json has no clusterName (both set and different: an error, as for the controller)")
+}
+
+// loadConfig reads azure.json with the cluster name the controller's
+// --cluster-name gives, as the controller applies it.
+func loadConfig(path, clusterName string) (*config.Config, error) {
+	cfg, err := config.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.UseClusterNameFlag(clusterName, clusterName != ""); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // classFlag registers --load-balancer-class of status and verify: the

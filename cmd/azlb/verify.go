@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/verify"
 )
@@ -28,6 +27,7 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs.SetOutput(errOut)
 	kubeconfig, cloudConfig := clusterFlags(fs)
 	class := classFlag(fs)
+	clusterName := clusterNameFlag(fs)
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up reading the cluster and Azure after this long")
 	quiet := fs.Bool("quiet", false, "print only the summary line")
 	if err := fs.Parse(args); err != nil {
@@ -37,7 +37,7 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	klog.LogToStderr(false)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	report, err := verifyOnce(ctx, *kubeconfig, *cloudConfig, *class)
+	report, err := verifyOnce(ctx, *kubeconfig, *cloudConfig, *clusterName, *class)
 	if err != nil {
 		fmt.Fprintf(errOut, "azlb verify: %v\n", err)
 		return verifyError
@@ -56,8 +56,8 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	return verifyClean
 }
 
-func verifyOnce(ctx context.Context, kubeconfig, cloudConfig string, class lbclass.Class) (*verify.Report, error) {
-	cfg, err := config.LoadFile(cloudConfig)
+func verifyOnce(ctx context.Context, kubeconfig, cloudConfig, clusterName string, class lbclass.Class) (*verify.Report, error) {
+	cfg, err := loadConfig(cloudConfig, clusterName)
 	if err != nil {
 		return nil, err
 	}

@@ -161,6 +161,9 @@ func Parse(svc *v1.Service) (*ServiceSpec, error) {
 			}
 			continue
 		}
+		if strings.HasPrefix(name, "azure-pls-") {
+			continue // Private Link Service keys: parsed by internal/privatelink
+		}
 		if strings.HasPrefix(name, "azure-") {
 			spec.Unsupported = append(spec.Unsupported, key)
 		}

@@ -96,7 +96,7 @@ func TestDeletionTaintsMembership(t *testing.T) {
 
 func TestPolicyFromConfigTaintsAndDrain(t *testing.T) {
 	p := backendpool.PolicyFromConfig(&config.Config{})
-	if !reflect.DeepEqual(p.Taints, []config.TaintSelector{{Key: "ToBeDeletedByClusterAutoscaler"}, {Key: "karpenter.sh/disrupted", Effect: "NoSchedule"}}) || p.DrainPeriodInSeconds != 30 {
+	if !reflect.DeepEqual(p.Taints, []config.TaintSelector{{Key: "ToBeDeletedByClusterAutoscaler"}, {Key: "karpenter.sh/disrupted", Effect: "NoSchedule"}}) || p.DrainPeriodInSeconds != 0 {
 		t.Errorf("defaults: taints %+v, drain %d", p.Taints, p.DrainPeriodInSeconds)
 	}
 	p = backendpool.PolicyFromConfig(&config.Config{LoadBalancerAdminStateTaints: &[]string{}, LoadBalancerBackendPoolDrainPeriodInSeconds: ptr.To(0)})

@@ -23,10 +23,13 @@ const (
 
 // DefaultLoadBalancerBackendPoolDrainPeriodInSeconds is the drain period of
 // the backend pools azlb owns when loadBalancerBackendPoolDrainPeriodInSeconds
-// is unset; MaxLoadBalancerBackendPoolDrainPeriodInSeconds bounds it (Azure
+// is unset: none, because Azure takes a drain period only from a
+// subscription that registered the feature
+// Microsoft.Network/SLBAllowConnectionDraining (docs/admin-state.md);
+// MaxLoadBalancerBackendPoolDrainPeriodInSeconds bounds it (Azure
 // documents no range: azlb's own bound, an hour).
 const (
-	DefaultLoadBalancerBackendPoolDrainPeriodInSeconds = 30
+	DefaultLoadBalancerBackendPoolDrainPeriodInSeconds = 0
 	MaxLoadBalancerBackendPoolDrainPeriodInSeconds     = 3600
 )
 
@@ -124,7 +127,7 @@ func containsSelector(list []TaintSelector, s TaintSelector) bool {
 }
 
 // BackendPoolDrainPeriodInSeconds is the drainPeriodInSeconds the backend
-// pools azlb owns carry: 30 when unset, 0 (leave it unset in Azure) when 0
+// pools azlb owns carry: the default (0) when unset, 0 (leave it unset in Azure) when 0
 // or negative, at most MaxLoadBalancerBackendPoolDrainPeriodInSeconds.
 func (c *Config) BackendPoolDrainPeriodInSeconds() int32 {
 	p := c.LoadBalancerBackendPoolDrainPeriodInSeconds

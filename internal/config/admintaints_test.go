@@ -70,7 +70,7 @@ func TestBackendPoolDrainPeriodInSeconds(t *testing.T) {
 	for _, tt := range []struct {
 		in   *int
 		want int32
-	}{{nil, 30}, {ptrTo(0), 0}, {ptrTo(-5), 0}, {ptrTo(120), 120}, {ptrTo(99999), 3600}} {
+	}{{nil, 0}, {ptrTo(0), 0}, {ptrTo(-5), 0}, {ptrTo(120), 120}, {ptrTo(99999), 3600}} {
 		c := Config{LoadBalancerBackendPoolDrainPeriodInSeconds: tt.in}
 		if got := c.BackendPoolDrainPeriodInSeconds(); got != tt.want {
 			t.Errorf("%v: %d, want %d", tt.in, got, tt.want)

@@ -117,6 +117,9 @@ func (c *Config) SetDefaults() {
 	if c.LoadBalancerResourceGroup == "" {
 		c.LoadBalancerResourceGroup = c.ResourceGroup
 	}
+	if c.PrivateLinkServiceResourceGroup == "" {
+		c.PrivateLinkServiceResourceGroup = c.ResourceGroup
+	}
 }
 
 func defaultBackoff(b BackoffConfig) BackoffConfig {

@@ -31,6 +31,7 @@ func TestSetDefaultsEmpty(t *testing.T) {
 		{"vnetResourceGroup", c.VnetResourceGroup, "rg"},
 		{"loadBalancerResourceGroup", c.LoadBalancerResourceGroup, "rg"},
 		{"securityGroupResourceGroup", c.SecurityGroupResourceGroup, "rg"},
+		{"privateLinkServiceResourceGroup", c.PrivateLinkServiceResourceGroup, "rg"},
 		{"admin state stays nil", c.EnableLoadBalancerAdminState, (*bool)(nil)},
 		{"admin state enabled", c.AdminStateEnabled(), true},
 		{"no per-client stanza invented", c.LoadBalancerRateLimit, (*RateLimitConfig)(nil)},
@@ -50,7 +51,7 @@ func TestSetDefaultsKeepsExplicitValues(t *testing.T) {
 		ClusterServiceLoadBalancerHealthProbeMode: "shared", ClusterServiceSharedLoadBalancerHealthProbePort: 81,
 		ClusterServiceSharedLoadBalancerHealthProbePath: "/ready", ResourceGroup: "rg", VnetResourceGroup: "vnet-rg",
 		LoadBalancerResourceGroup: "lb-rg", VMCacheTTLInSeconds: 11, SecurityGroupResourceGroup: "nsg-rg",
-		DriftRepairIntervalInSeconds: ptr(0),
+		PrivateLinkServiceResourceGroup: "pls-rg", DriftRepairIntervalInSeconds: ptr(0),
 	}
 	c.Cloud = "AzureChinaCloud"
 	c.BackoffConfig = BackoffConfig{CloudProviderBackoffRetries: 1, CloudProviderBackoffExponent: 2, CloudProviderBackoffDuration: 3, CloudProviderBackoffJitter: 0.5}

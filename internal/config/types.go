@@ -157,6 +157,11 @@ type Config struct {
 	LoadBalancerSKU           string `json:"loadBalancerSku,omitempty"`
 	LoadBalancerName          string `json:"loadBalancerName,omitempty"`
 	LoadBalancerResourceGroup string `json:"loadBalancerResourceGroup,omitempty"`
+	// PrivateLinkServiceResourceGroup is where the Private Link Services of
+	// Services (annotation azure-pls-create) are created unless the
+	// Service names one (azure-pls-resource-group); default: ResourceGroup
+	// (docs/private-link.md).
+	PrivateLinkServiceResourceGroup string `json:"privateLinkServiceResourceGroup,omitempty"`
 
 	LoadBalancerBackendPoolConfigurationType       string `json:"loadBalancerBackendPoolConfigurationType,omitempty"`
 	LoadBalancerBackendPoolUpdateIntervalInSeconds int    `json:"loadBalancerBackendPoolUpdateIntervalInSeconds,omitempty"`

@@ -113,6 +113,7 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 			}
 		}
 	}
+	cfg.Rules = append(cfg.Rules, dataplane.PrivateEndpointRules(cfg.Rules, e.privateLinks(now))...)
 	return cfg, next
 }
 

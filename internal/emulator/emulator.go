@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ type Emulator struct {
 	opts        Options
 	clock       clock.Clock
 	latency     atomic.Int64 // nanoseconds
+	features    atomic.Pointer[[]string]
 	ids         *idSource
 	tokenKey    []byte
 	principalID string
@@ -48,6 +50,7 @@ type Emulator struct {
 func New(opts Options) *Emulator {
 	opts = opts.withDefaults()
 	e := &Emulator{opts: opts, clock: opts.Clock, ids: newIDSource()}
+	e.SetFeatures(opts.Features...)
 	if err := opts.validate(); err != nil {
 		e.configErr = err
 		e.opts.PublicIPv4CIDR, e.opts.PublicIPv6CIDR = DefaultPublicIPv4CIDR, DefaultPublicIPv6CIDR
@@ -90,6 +93,18 @@ func (e *Emulator) resetState() {
 	e.subs = map[string]*subscription{}
 	e.ips = newPublicIPs(e.v4, e.v6)
 	e.mu.Unlock()
+}
+
+// SetFeatures sets the subscription features registered (Options.Features).
+func (e *Emulator) SetFeatures(names ...string) {
+	f := slices.Clone(names)
+	e.features.Store(&f)
+}
+
+// featureRegistered reports whether a subscription feature is registered.
+func (e *Emulator) featureRegistered(name string) bool {
+	f := e.features.Load()
+	return f != nil && slices.ContainsFunc(*f, func(x string) bool { return strings.EqualFold(x, name) })
 }
 
 // SetLatency sets the latency added to every ARM call (AAD calls are not

@@ -64,6 +64,9 @@ type collSpec struct {
 	putChild func(wc *writeCtx, parent obj, name string, in obj, existing obj) (obj, *armError)
 	// checkDeleteChild rejects deleting a child still in use.
 	checkDeleteChild func(wc *writeCtx, parent obj, child obj) *armError
+	// afterDeleteChild, when set, runs once a child delete is accepted
+	// (back-references the child held elsewhere).
+	afterDeleteChild func(wc *writeCtx, parent obj, child obj)
 }
 
 var kinds = map[string]*kindSpec{}

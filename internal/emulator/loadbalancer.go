@@ -126,6 +126,11 @@ func normalizeLB(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	if ae := checkFrontendZones(loc, frontends, oldFrontends); ae != nil {
 		return nil, ae
 	}
+	if oldFrontends != nil {
+		if ae := wc.checkFrontendsRemovable(lbID, droppedFrontends(asList(oldFrontends["frontendIPConfigurations"]), frontends)); ae != nil {
+			return nil, ae
+		}
+	}
 	ix := lbIndex{}
 	indexChildren(frontends, ix)
 
@@ -351,8 +356,14 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string, old
 		poolVNet = stringOf(v.doc["id"])
 		cp["virtualNetwork"] = ref(poolVNet)
 	}
-	if _, _, err := getInt(cp, "drainPeriodInSeconds", path); err != nil {
+	if n, ok, err := getInt(cp, "drainPeriodInSeconds", path); err != nil {
 		return errBadShape(err)
+	} else if ok && n > 0 && !wc.e.featureRegistered(FeatureConnectionDraining) {
+		// Connection draining needs a registered subscription feature; what
+		// ARM does without it is not documented: refused (docs/emulator.md).
+		return nrpError(http.StatusBadRequest, "SubscriptionNotRegisteredForFeature",
+			"Subscription %s is not registered for feature %s required to carry out the requested operation (drainPeriodInSeconds of backend address pool %s).",
+			wc.s.id, FeatureConnectionDraining, poolID)
 	}
 	if _, err := enumProp(cp, "syncMode", path, "", "Automatic", "Manual"); err != nil {
 		return err
@@ -837,6 +848,9 @@ func decorateLB(tree obj) {
 // gateway service uses, a scale set model lists or ip configurations are
 // members of.
 func checkDeleteLB(wc *writeCtx, v *version) *armError {
+	if ae := wc.checkFrontendsRemovable(stringOf(v.doc["id"]), droppedFrontends(asList(propsOf(v.doc)["frontendIPConfigurations"]), nil)); ae != nil {
+		return ae
+	}
 	if gw, svc, used := wc.poolUsers(stringOf(v.doc["id"]), ""); used {
 		return errLBInUseByGateway("A backend address pool of load balancer "+stringOf(v.doc["id"]), gw, svc)
 	}

@@ -578,6 +578,10 @@ func (e *Emulator) deleteChild(c *reqCtx, k *kindSpec, cs *collSpec) {
 		doc["properties"] = np
 	}
 	en.cur = &version{doc: doc, etag: e.ids.etag(), op: op}
+	if op.result == resultSucceeded && cs.afterDeleteChild != nil {
+		cs.afterDeleteChild(wc, doc, child)
+		wc.runEffects()
+	}
 	c.writeAccepted(op, true, true)
 	c.w.Header().Set("Content-Length", "0")
 	c.w.WriteHeader(http.StatusAccepted)

@@ -41,8 +41,16 @@ var resourcesAPIVersions = []string{
 	"2021-04-01", "2022-09-01", "2023-07-01", "2024-03-01", "2024-07-01", "2024-11-01", "2025-04-01",
 }
 
+// FeatureConnectionDraining is the subscription feature a backend pool's
+// drainPeriodInSeconds needs (docs/emulator.md, Backend pool drain period).
+const FeatureConnectionDraining = "Microsoft.Network/SLBAllowConnectionDraining"
+
 // Options configures an Emulator. The zero value is usable.
 type Options struct {
+	// Features are the subscription features registered (every
+	// subscription), e.g. FeatureConnectionDraining; without it a pool
+	// with a drainPeriodInSeconds above 0 is refused.
+	Features []string
 	// Clock drives operation completion, write-budget refill and Retry-After
 	// values; nil means the real clock.
 	Clock clock.Clock

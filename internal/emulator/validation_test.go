@@ -256,3 +256,18 @@ func TestRulesOnOneFrontendNeedDistinctPorts(t *testing.T) {
 		}
 	}
 }
+
+// A pool's drain period needs the subscription feature
+// Microsoft.Network/SLBAllowConnectionDraining: refused without it (the
+// strictest reading), accepted once registered; 0 needs nothing.
+func TestDrainPeriodNeedsTheConnectionDrainingFeature(t *testing.T) {
+	h := seedHandler(t)
+	pool := strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1)
+	rec := h.do(t, http.MethodPut, pool, `{"properties":{"drainPeriodInSeconds":30}}`, nil)
+	if rec.Code != http.StatusBadRequest || errCodeOf(rec) != "SubscriptionNotRegisteredForFeature" || !strings.Contains(rec.Body.String(), FeatureConnectionDraining) {
+		t.Fatalf("drain period without the feature: %d %s", rec.Code, rec.Body.String())
+	}
+	h.mustDo(t, http.StatusOK, http.MethodPut, pool, `{"properties":{"drainPeriodInSeconds":0}}`)
+	h.emu.SetFeatures(FeatureConnectionDraining)
+	h.mustDo(t, http.StatusOK, http.MethodPut, pool, `{"properties":{"drainPeriodInSeconds":30}}`)
+}

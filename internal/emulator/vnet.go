@@ -269,8 +269,15 @@ func (wc *writeCtx) subnetIPConfigs(id string, fn func(g *group, cfg obj)) {
 					continue
 				case strings.HasPrefix(key, "loadbalancers/"):
 					coll = "frontendIPConfigurations"
-				case strings.HasPrefix(key, "networkinterfaces/"):
+				case strings.HasPrefix(key, "networkinterfaces/"), strings.HasPrefix(key, "privatelinkservices/"):
 					coll = "ipConfigurations"
+				case strings.HasPrefix(key, "privateendpoints/"):
+					if co := endpointIPConfig(en.cur); co != nil {
+						if r, ok := propsOf(co)["subnet"].(obj); ok && strings.EqualFold(stringOf(r["id"]), id) {
+							fn(g, co)
+						}
+					}
+					continue
 				default:
 					continue
 				}

@@ -194,6 +194,21 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if c.SecurityGroups != nil {
 		go c.SecurityGroups.Run(ctx)
 	}
+	if !c.Config.PodIPMode() {
+		// The Private Link Service writer (azure-pls-*), with the Service
+		// event recorder; set before any controller starts.
+		rec := c.recorder
+		if rec == nil {
+			rec = &record.FakeRecorder{} // no client: events are dropped, as above
+		}
+		pls, err := NewPrivateLinks(c.Config, c.Clients, rec)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Building the Private Link Service writer; Services asking for one fail until the controller restarts")
+			return
+		}
+		c.pls = pls
+		go pls.Run(ctx)
+	}
 }
 
 // UseWriteFence makes every ARM write of the cloud's clients pass the

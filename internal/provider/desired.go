@@ -10,6 +10,7 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/privatelink"
 )
 
 // frontendInput is what the frontend of one IP family points at: a public IP
@@ -28,6 +29,11 @@ type frontendInput struct {
 	// existing one (Azure cannot change them). Public frontends take
 	// their zones from their public IP.
 	zones []*string
+	// name, when set, is the name of the Service's existing frontend when
+	// it is not names.Frontend (the Azure cloud provider's
+	// a<uid>-<subnet> for an internal Service with
+	// azure-load-balancer-internal-subnet), which azlb keeps.
+	name string
 	// requested: privateIP is the address the Service asks for (one it can
 	// share with other Services), not one it keeps from before.
 	requested bool
@@ -81,6 +87,9 @@ type desiredInput struct {
 func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 	svc, spec := in.svc, in.spec
 	fe := names.Frontend(svc, in.frontend.family)
+	if in.frontend.name != "" {
+		fe = in.frontend.name
+	}
 	st := &serviceLBState{}
 	feID := in.frontend.sharedID
 	if feID == "" {
@@ -211,6 +220,17 @@ func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) *a
 		}
 	}
 	ps := in.spec.ProbeFor(port)
+	if local && privatelink.ProxyProtocolRequested(in.svc.Annotations) && ps.Port == in.svc.Spec.HealthCheckNodePort {
+		// Behind a Private Link Service with proxy protocol, Azure's
+		// probes carry the PROXY header, which kube-proxy's health check
+		// server refuses: as the Azure cloud provider does, the Local
+		// Service's port is probed as a Cluster Service's would be (TCP
+		// on its node port; none for UDP and SCTP ports).
+		if port.Protocol != v1.ProtocolTCP && port.Protocol != "" {
+			return nil
+		}
+		ps.Protocol, ps.Port, ps.RequestPath = annotations.ProbeTCP, port.NodePort, ""
+	}
 	if ps.Disabled || ps.Port == 0 {
 		return nil
 	}

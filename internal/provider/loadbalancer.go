@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,11 @@ func (p *Provider) updateNodeSecurityRules(ctx context.Context, svc *v1.Service,
 	if err != nil {
 		return nil
 	}
+	current, err := p.serviceFrontends(ctx, names.FrontendBase(svc))
+	if err != nil {
+		return err
+	}
+	defer p.lockAddresses(p.addressKeys(svc, nil, nil, current))()
 	frontends, err := p.frontendAddresses(ctx, svc, lb)
 	if err != nil {
 		return err
@@ -156,6 +162,11 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 		return err
 	}
 	base := names.FrontendBase(svc)
+	current, err := p.serviceFrontends(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer p.lockAddresses(p.addressKeys(svc, nil, nil, current))()
 	if err := p.releaseSecurityRules(ctx, svc); err != nil {
 		return err
 	}
@@ -194,11 +205,6 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		return nil, err
 	}
 	families := serviceFamilies(svc)
-	lbName, configName, placed, err := p.chooseLB(ctx, svc, spec, families)
-	if err != nil {
-		return nil, err
-	}
-	defer placed()
 	base := names.FrontendBase(svc)
 	// The Service's frontends as they are now, on any managed load balancer:
 	// public IPs it no longer uses after this reconcile (public -> internal,
@@ -208,6 +214,14 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err != nil {
 		return nil, err
 	}
+	// Services sharing an IP are reconciled one after another, placement
+	// included (sharedip.go).
+	defer p.lockAddresses(p.addressKeys(svc, spec, families, previous))()
+	lbName, configName, placed, err := p.chooseLB(ctx, svc, spec, families)
+	if err != nil {
+		return nil, err
+	}
+	defer placed()
 
 	// Frontend targets: public IPs are ensured here, outside the lock.
 	inputs, ingress, keepPIPs, err := p.frontendInputs(ctx, svc, spec, families, lbName, previous)
@@ -227,6 +241,14 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 		return nil, err
 	}
 
+	// A frontend of a family the Service no longer has goes with this
+	// write: its Private Link Service goes first (Azure refuses to remove
+	// a frontend one uses).
+	if cached, err := p.store.Get(ctx, lbName); err != nil {
+		return nil, err
+	} else if err := p.releasePrivateLinks(ctx, p.pls, svc, droppedFrontendIDs(cached, names.FrontendBase(svc), svc, families)); err != nil {
+		return nil, err
+	}
 	var orphans []*armnetwork.FrontendIPConfiguration
 	mutate := p.serviceMutation(ctx, svc, spec, lbName, inputs, families, &orphans)
 	// A Service that moves (another load balancer, or public <-> internal)
@@ -280,6 +302,11 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err := p.reconcileServicePools(ctx, caller, lbName, svc, nodes, families); err != nil {
 		return nil, err
 	}
+	// Its Private Link Service (azure-pls-*, docs/private-link.md), once
+	// the frontend it serves is written.
+	if err := p.ensurePrivateLink(ctx, p.pls, svc, spec, lb); err != nil {
+		return nil, err
+	}
 	if spec.Internal {
 		for _, fam := range families {
 			if fe := serviceFrontend(lb, svc, fam); fe != nil && fe.Properties != nil {
@@ -312,6 +339,13 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 		newRules := 0
 		for i, in := range inputs {
 			existing := findFrontend(lb, names.Frontend(svc, in.family))
+			if existing == nil && spec.InternalSubnet != "" {
+				// The Azure cloud provider's name for it: kept (a
+				// takeover writes nothing for it).
+				if fe := findFrontend(lb, names.FrontendBase(svc)+"-"+spec.InternalSubnet+names.FamilySuffix(in.family)); fe != nil {
+					existing, in.name = fe, feNameOf(fe)
+				}
+			}
 			if existing == nil {
 				// Another Service's frontend with the same address: the
 				// Service shares it (sharedip.go).
@@ -337,7 +371,7 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 			}
 			feID := in.sharedID
 			if feID == "" {
-				feID = ref.Child("frontendIPConfigurations", names.Frontend(svc, in.family))
+				feID = ref.Child("frontendIPConfigurations", cmp.Or(in.name, names.Frontend(svc, in.family)))
 			}
 			if other, mine := sharedPortConflict(lb, base, feID, st.rules); other != nil {
 				return false, &SharedIPConflictError{
@@ -468,6 +502,17 @@ func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Ser
 		}
 		if lb == nil || !servesService(lb, base) {
 			continue
+		}
+		// Private Link Services of the frontends this write removes go
+		// first: Azure refuses to remove a frontend one uses.
+		var leaving []string
+		for _, fe := range lb.Properties.FrontendIPConfigurations {
+			if names.Owns(base, feNameOf(fe)) && !usedByOthers(lb, base, fe) && fe.ID != nil {
+				leaving = append(leaving, *fe.ID)
+			}
+		}
+		if err := p.releasePrivateLinks(ctx, p.pls, svc, leaving); err != nil {
+			return err
 		}
 		var orphans []*armnetwork.FrontendIPConfiguration
 		kept := false

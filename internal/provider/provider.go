@@ -103,6 +103,7 @@ type Provider struct {
 	inventory *compute.Inventory
 	nicPools  *nicpool.Writer
 	sg        *securitygroup.Store // nil: no NSG configured
+	pls       *PrivateLinks        // nil: no Private Link Service is written (privatelink.go)
 
 	collectMu sync.Mutex
 	collected bool
@@ -132,7 +133,11 @@ type Provider struct {
 	arm  armReader           // region zones and public IP prefixes
 
 	perService keymutex.Mutex // one reconcile per Service at a time (EnsureLoadBalancer from a Service sync and UpdateLoadBalancer from a node sync may come at once)
-	nodeMu     sync.Mutex     // serialises node placement
+	// perAddress serialises the reconciles of Services that share an IP
+	// (sharedip.go): each computes the others' security rules from the
+	// load balancer as the previous one left it.
+	perAddress keymutex.Mutex
+	nodeMu     sync.Mutex // serialises node placement
 	rebuildMu  sync.Mutex
 	rebuilt    bool
 }

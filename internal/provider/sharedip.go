@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -235,21 +238,32 @@ func portsOverlap(a, b *armnetwork.LoadBalancingRulePropertiesFormat) bool {
 // implementation's Service is not azlb's to remove) by frontend base name,
 // from the Service lister. Without a lister every base counts as live, so
 // nothing of another Service is ever removed.
+//
+// The index is built on the first lookup: most reconciles never look.
 func (p *Provider) liveBases() func(string) *v1.Service {
 	if p.services == nil {
 		return func(string) *v1.Service { return &v1.Service{} }
 	}
-	svcs, err := p.services.List(labels.Everything())
-	if err != nil {
-		return func(string) *v1.Service { return &v1.Service{} }
-	}
-	byBase := make(map[string]*v1.Service, len(svcs))
-	for _, s := range svcs {
-		if s.Spec.Type == v1.ServiceTypeLoadBalancer {
-			byBase[strings.ToLower(names.FrontendBase(s))] = s
+	var once sync.Once
+	var byBase map[string]*v1.Service
+	return func(base string) *v1.Service {
+		once.Do(func() {
+			svcs, err := p.services.List(labels.Everything())
+			if err != nil {
+				return
+			}
+			byBase = make(map[string]*v1.Service, len(svcs))
+			for _, s := range svcs {
+				if s.Spec.Type == v1.ServiceTypeLoadBalancer {
+					byBase[strings.ToLower(names.FrontendBase(s))] = s
+				}
+			}
+		})
+		if byBase == nil {
+			return &v1.Service{} // the lister failed: every base counts as live
 		}
+		return byBase[strings.ToLower(base)]
 	}
-	return func(base string) *v1.Service { return byBase[strings.ToLower(base)] }
 }
 
 // serviceNameOfBase names the Service with a base name for events: its
@@ -449,6 +463,7 @@ func (p *Provider) publicIPInUse(ctx context.Context, id string) (string, bool, 
 // notePublicIP remembers a public IP's address.
 func (p *Provider) notePublicIP(id, address string) {
 	if id != "" && address != "" {
+		p.pipAddrs.Store(id, address) // as ARM spells it: looked up without allocating
 		p.pipAddrs.Store(strings.ToLower(id), address)
 	}
 }
@@ -465,7 +480,11 @@ func (p *Provider) frontendAddress(fe *armnetwork.FrontendIPConfiguration) strin
 	if fe.Properties.PublicIPAddress == nil {
 		return ""
 	}
-	if a, ok := p.pipAddrs.Load(strings.ToLower(ptr.Deref(fe.Properties.PublicIPAddress.ID, ""))); ok {
+	id := ptr.Deref(fe.Properties.PublicIPAddress.ID, "")
+	if a, ok := p.pipAddrs.Load(id); ok {
+		return a.(string)
+	}
+	if a, ok := p.pipAddrs.Load(strings.ToLower(id)); ok {
 		return a.(string)
 	}
 	return ""
@@ -610,4 +629,94 @@ func hasOtherRules(lb *armnetwork.LoadBalancer, base string, fe *armnetwork.Fron
 		}
 	}
 	return false
+}
+
+// addressKeys name the addresses a Service's reconcile touches, for
+// lockAddresses: those its spec asks for (a public IP by name, its own
+// generated one included, or by address; a private address in its
+// subnet) and those of the frontends it has now (current). Two Services
+// naming one IP get one key, whichever way they name it once its frontend
+// exists (the address of a public IP read before is known).
+func (p *Provider) addressKeys(svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily, current serviceFrontendSet) []string {
+	var keys []string
+	pipKey := func(rg, name string) string { return "pip:" + strings.ToLower(rg+"/"+name) }
+	if spec != nil {
+		for _, fam := range families {
+			addr := requestedAddress(svc, spec, fam)
+			switch {
+			case spec.Internal && addr != "":
+				subnet := cmp.Or(spec.InternalSubnet, p.cfg.SubnetName)
+				keys = append(keys, "priv:"+strings.ToLower(p.subnetID(subnet))+"/"+addr)
+			case spec.Internal:
+			case requestedPIPName(spec, fam) != "":
+				keys = append(keys, pipKey(p.publicIPGroup(spec), requestedPIPName(spec, fam)))
+			case addr != "":
+				keys = append(keys, "addr:"+addr)
+			default:
+				keys = append(keys, pipKey(p.publicIPGroup(spec), names.PublicIP(p.clusterName(), svc, fam)))
+			}
+		}
+	}
+	for _, f := range current {
+		props := f.fe.Properties
+		if props == nil {
+			continue
+		}
+		if props.PublicIPAddress != nil {
+			id := ptr.Deref(props.PublicIPAddress.ID, "")
+			if rg, name, err := names.ParseID(id); err == nil {
+				keys = append(keys, pipKey(rg, name))
+			}
+			if a := p.frontendAddress(f.fe); a != "" {
+				keys = append(keys, "addr:"+a)
+			}
+		} else if props.Subnet != nil {
+			keys = append(keys, "priv:"+strings.ToLower(ptr.Deref(props.Subnet.ID, ""))+"/"+ptr.Deref(props.PrivateIPAddress, ""))
+		}
+	}
+	return keys
+}
+
+// lockAddresses takes the locks of keys (addressKeys), in order, and
+// returns their release. Services sharing an IP are reconciled one after
+// another: the second is placed where the first's frontend is, and the
+// rules each writes for the others on their address come from the load
+// balancer as the previous one left it (two reconciles at once could each
+// take the other's rules away).
+func (p *Provider) lockAddresses(keys []string) func() {
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	unlocks := make([]func(), 0, len(keys))
+	for _, k := range keys {
+		unlocks = append(unlocks, p.perAddress.Lock(k))
+	}
+	return func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+}
+
+// droppedFrontendIDs are the ids of the Service's own frontends on lb of
+// families it no longer has (the write removes them), unless another
+// Service uses them.
+func droppedFrontendIDs(lb *armnetwork.LoadBalancer, base string, svc *v1.Service, families []v1.IPFamily) []string {
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	var out []string
+	for _, fe := range lb.Properties.FrontendIPConfigurations {
+		name := feNameOf(fe)
+		if !names.Owns(base, name) || fe.ID == nil || usedByOthers(lb, base, fe) {
+			continue
+		}
+		keep := false
+		for _, fam := range families {
+			keep = keep || strings.EqualFold(name, names.Frontend(svc, fam))
+		}
+		if !keep {
+			out = append(out, *fe.ID)
+		}
+	}
+	return out
 }

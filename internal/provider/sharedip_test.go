@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -276,5 +278,43 @@ func TestSharedIPPlacementFollowsTheIP(t *testing.T) {
 	}
 	if lb := h.lb(t, "lb-2"); lb == nil || !servesService(lb, names.FrontendBase(a)) || !servesService(lb, names.FrontendBase(b)) {
 		t.Fatal("a or b left lb-2")
+	}
+}
+
+// Two Services sharing an IP reconciled at once (a DNS pair created
+// together): each keeps its rule. Each NSG edit releases the address
+// from every rule and gives the other Services on it their rules back, so
+// the reconciles must see each other's load balancer writes.
+func TestSharedIPConcurrentReconcilesKeepBothRules(t *testing.T) {
+	for i := range 3 {
+		h := newSGHarness(t, nil)
+		ctx := context.Background()
+		svcs := newSharedServices(h.harness)
+		pipName := fmt.Sprintf("dns-ip-%d", i)
+		tcp := sharedSvc("dns-tcp", "e5555551-0000-0000-0000-000000000001", pipName, v1.ProtocolTCP, 53)
+		udp := sharedSvc("dns-udp", "e5555552-0000-0000-0000-000000000002", pipName, v1.ProtocolUDP, 53)
+		svcs.add(tcp, udp)
+		var wg sync.WaitGroup
+		addrs := make([]string, 2)
+		for j, s := range []*v1.Service{tcp, udp} {
+			wg.Go(func() {
+				st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", s, sgNodes)
+				if err != nil {
+					t.Errorf("%s: %v", s.Name, err)
+					return
+				}
+				addrs[j] = st.Ingress[0].IP
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		if addrs[0] != addrs[1] {
+			t.Fatalf("addresses %v: want one shared", addrs)
+		}
+		if got, want := rulesWithDest(t, h, addrs[0]), []string{"Tcp/53", "Udp/53"}; !slices.Equal(got, want) {
+			t.Fatalf("run %d: NSG rules on %s: %v, want %v", i, addrs[0], got, want)
+		}
 	}
 }

@@ -53,17 +53,25 @@ func demoAgentNodes() []nodeagent.Node {
 // 127.0.0.1, which the network security group denies.
 const RestrictedSource = "127.0.0.2"
 
+// annotationPIPName names the public IP a Service uses.
+const annotationPIPName = "service.beta.kubernetes.io/azure-pip-name"
+
 // annotationLBConfigurations places a Service on the load balancers of
 // the multipleStandardLoadBalancerConfigurations it names.
 const annotationLBConfigurations = "service.beta.kubernetes.io/azure-load-balancer-configurations"
 
 // demoPlacement is the load balancer configuration each Service of the
 // default demo is placed on (by annotation).
-var demoPlacement = map[string]string{"web": "kubernetes", "restricted": "kubernetes", "api": "lb-pool2", "echo": "lb-pool2"}
+var demoPlacement = map[string]string{"web": "kubernetes", "restricted": "kubernetes", "api": "lb-pool2", "echo": "lb-pool2", "echo-tcp": "lb-pool2"}
 
 // demoServices are the Services of the default demo, each answering
 // through the data plane once the sandbox is ready.
-var demoServices = []string{"web", "api", "restricted", "echo"}
+var demoServices = []string{"web", "api", "restricted", "echo", "echo-tcp"}
+
+// SharedIPName is the public IP the demo Services "echo" (UDP 53) and
+// "echo-tcp" (TCP 53) share (azure-pip-name), the DNS pattern: one
+// address, a Service per protocol (docs/load-balancers.md, Sharing an IP).
+const SharedIPName = "sandbox-dns-ip"
 
 // EchoPort is the port of the demo Service "echo": UDP, DNS-like. Each
 // datagram is answered by the node that received it, with its name and the
@@ -82,8 +90,11 @@ func demoSource(svc string) netip.Addr {
 // createDemo creates the demo nodes, namespace and Services: "web"
 // (ExternalTrafficPolicy=Cluster, port 80), "api" (ExternalTrafficPolicy=Local,
 // port 8080), "restricted" (like web, but only RestrictedSource may
-// connect) and "echo" (ExternalTrafficPolicy=Cluster, UDP port EchoPort, a
-// DNS-like echo), and their EndpointSlices. Each Service is placed by
+// connect), "echo" (ExternalTrafficPolicy=Cluster, UDP port EchoPort, a
+// DNS-like echo) and "echo-tcp" (TCP port EchoPort, on the same public IP
+// as echo: SharedIPName), and their EndpointSlices, and "private"
+// (privatelink.go: internal, published through a Private Link Service).
+// Each Service is placed by
 // annotation (annotationLBConfigurations): web and restricted on
 // "kubernetes" (the pool1 nodes), api and echo on "lb-pool2" (the pool2
 // nodes). Created together, Services left to automatic placement are
@@ -112,8 +123,13 @@ func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 	restricted.Spec.LoadBalancerSourceRanges = []string{RestrictedSource + "/32"}
 	echo := demoService("echo", EchoPort, v1.ServiceExternalTrafficPolicyCluster)
 	echo.Spec.Ports[0].Name, echo.Spec.Ports[0].Protocol = "dns", v1.ProtocolUDP
-	for _, svc := range []*v1.Service{web, api, restricted, echo} {
+	echoTCP := demoService("echo-tcp", EchoPort, v1.ServiceExternalTrafficPolicyCluster)
+	echoTCP.Spec.Ports[0].Name = "dns-tcp"
+	for _, svc := range []*v1.Service{web, api, restricted, echo, echoTCP} {
 		svc.Annotations = map[string]string{annotationLBConfigurations: demoPlacement[svc.Name]}
+		if svc == echo || svc == echoTCP {
+			svc.Annotations[annotationPIPName] = SharedIPName
+		}
 		if _, err := cs.CoreV1().Services(DemoNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create service %s: %w", svc.Name, err)
 		}
@@ -128,12 +144,14 @@ func createDemo(ctx context.Context, cs kubernetes.Interface) error {
 		demoSlice("api", 8080, map[string]string{"aks-pool1-1": "10.244.1.10", "aks-pool2-0": "10.244.3.10"}),
 		demoSlice("restricted", 80, map[string]string{"aks-pool1-2": "10.244.2.30", "aks-pool2-1": "10.244.4.30"}),
 		echoSlice,
+		demoSlice("echo-tcp", EchoPort, map[string]string{"aks-pool1-1": "10.244.1.54", "aks-pool2-0": "10.244.3.54"}),
 	} {
 		if _, err := cs.DiscoveryV1().EndpointSlices(DemoNamespace).Create(ctx, sl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create endpointslice %s: %w", sl.Name, err)
 		}
 	}
-	return nil
+	// "private", published through a Private Link Service (privatelink.go).
+	return createPrivateDemo(ctx, cs)
 }
 
 // demoSlice is an EndpointSlice of a demo Service with one ready endpoint

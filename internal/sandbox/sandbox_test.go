@@ -109,7 +109,7 @@ func TestDemoServicesArePinned(t *testing.T) {
 	if err := createDemo(context.Background(), cs); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"web": "kubernetes", "restricted": "kubernetes", "api": "lb-pool2", "echo": "lb-pool2"}
+	want := map[string]string{"web": "kubernetes", "restricted": "kubernetes", "api": "lb-pool2", "echo": "lb-pool2", "echo-tcp": "lb-pool2"}
 	for _, name := range demoServices {
 		svc, err := cs.CoreV1().Services(DemoNamespace).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {

@@ -176,6 +176,9 @@ func (v *variantRun) ready(ctx context.Context) error {
 			}
 			v.step("service %s/%s answers on %s: %s", DemoNamespace, name, fe, node)
 		}
+		if err := v.readyPrivateLink(ctx); err != nil {
+			return fmt.Errorf("%w (see %s)", err, controllerLog)
+		}
 	}
 	return nil
 }

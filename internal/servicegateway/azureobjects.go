@@ -41,13 +41,15 @@ func (e *Controller) publicIP(svc *v1.Service, family v1.IPFamily) armnetwork.Pu
 	if family == v1.IPv6Protocol {
 		version = armnetwork.IPVersionIPv6
 	}
+	// azure.json tags/tagsMap too (docs/configuration.md), azlb's own last.
+	tags, _ := e.cfg.ResourceTags().Apply(nil, map[string]string{
+		names.TagClusterName: e.cfg.ClusterName,
+		names.TagServiceName: names.ServiceKey(svc),
+	})
 	return armnetwork.PublicIPAddress{
 		Location: to.Ptr(e.cfg.Location),
 		SKU:      &armnetwork.PublicIPAddressSKU{Name: to.Ptr(publicIPSKU), Tier: to.Ptr(armnetwork.PublicIPAddressSKUTierRegional)},
-		Tags: map[string]*string{
-			names.TagClusterName: to.Ptr(e.cfg.ClusterName),
-			names.TagServiceName: to.Ptr(names.ServiceKey(svc)),
-		},
+		Tags:     tags,
 		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
 			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
 			PublicIPAddressVersion:   to.Ptr(version),
@@ -101,15 +103,18 @@ func (e *Controller) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwo
 func (e *Controller) lbMutation(uid string, spec *lbSpec, pipID string) lbstore.Mutation {
 	return func(lb *armnetwork.LoadBalancer) (bool, error) {
 		want := e.desiredLB(uid, spec, pipID)
-		if lbMatches(lb, want) && hasClusterTag(lb.Tags, e.cfg.ClusterName) {
+		// azure.json tags/tagsMap and the cluster's tag; a tags-only
+		// change writes only the tags.
+		tags, retag := e.cfg.ResourceTags().Apply(lb.Tags, map[string]string{names.TagClusterName: e.cfg.ClusterName})
+		matches := lbMatches(lb, want)
+		if matches && !retag {
 			return false, nil
 		}
-		lb.SKU = want.SKU
-		lb.Properties = want.Properties
-		if lb.Tags == nil {
-			lb.Tags = map[string]*string{}
+		if !matches {
+			lb.SKU = want.SKU
+			lb.Properties = want.Properties
 		}
-		lb.Tags[names.TagClusterName] = to.Ptr(e.cfg.ClusterName)
+		lb.Tags = tags
 		return true, nil
 	}
 }

@@ -136,3 +136,33 @@ func TestAgainstTheEmulator(t *testing.T) {
 		})
 	}
 }
+
+// azure.json tags and tagsMap go on the Service's public IP and load
+// balancer too (docs/configuration.md, Tags), and a later tags-only change
+// rewrites the load balancer's tags alone.
+func TestConfigTagsOnPodBasedResources(t *testing.T) {
+	h, _ := emulatorHarness(t, emulator.Options{})
+	h.cfg.Tags = "team=net"
+	h.start()
+	h.node("n1", "10.240.0.4", "fd00:10::4")
+	web := h.service("default", "web")
+	h.slice(web, "a", discoveryv1.AddressTypeIPv4, readyOn("n1", "10.244.0.10"))
+	if err := h.ensure(web); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady(web)
+	ctx := context.Background()
+	pip, err := h.clients.PublicIP.Get(ctx, devenv.ResourceGroup, names.ServicePublicIP(web.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := h.clients.LoadBalancer.Get(ctx, devenv.ResourceGroup, uid(web))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, tags := range map[string]map[string]*string{"public IP": pip.Tags, "load balancer": lb.Tags} {
+		if ptr.Deref(tags["team"], "") != "net" || ptr.Deref(tags[names.TagClusterName], "") == "" {
+			t.Errorf("%s tags %v: want team=net and the cluster's", what, tags)
+		}
+	}
+}

@@ -60,6 +60,9 @@ type Snapshot struct {
 	// another implementation is marked so, and its sources are not shown:
 	// the rules holding it are not azlb's.
 	Class lbclass.Class
+	// PrivateLinks are the Private Link Services to show
+	// (CollectPrivateLinks).
+	PrivateLinks []*armnetwork.PrivateLinkService
 }
 
 // Collect reads the snapshot: load balancers and public IPs from ARM, and,
@@ -192,6 +195,7 @@ func Render(w io.Writer, s *Snapshot) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	renderPrivateLinks(tw, s)
 	if s.Gateway != nil {
 		renderGateway(tw, s)
 	}

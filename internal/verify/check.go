@@ -45,10 +45,12 @@ func Check(s *Snapshot) *Report {
 		r.Mode = "NIC-based pools"
 		checkSecurityGroupConfig(s, r)
 		newNodeMode(s, r).check()
+		checkPrivateLinks(s, r)
 	default:
 		r.Mode = "IP-based pools"
 		checkSecurityGroupConfig(s, r)
 		newNodeMode(s, r).check()
+		checkPrivateLinks(s, r)
 	}
 	r.sort()
 	return r

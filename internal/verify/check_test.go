@@ -81,7 +81,7 @@ func webLB() *armnetwork.LoadBalancer {
 				Name: ptr.To("kubernetes"),
 				Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
 					entry("n1", "10.0.0.1", "None"), entry("n2", "10.0.0.2", "None"),
-				}, DrainPeriodInSeconds: ptr.To[int32](30)},
+				}},
 			}},
 		},
 	}
@@ -313,7 +313,7 @@ func TestMultipleLoadBalancers(t *testing.T) {
 			RequestPath: ptr.To("/healthz"), IntervalInSeconds: ptr.To[int32](5), NumberOfProbes: ptr.To[int32](2)}
 		lb.BackendAddressPools = append(lb.BackendAddressPools, &armnetwork.BackendAddressPool{Name: ptr.To("default.web"),
 			Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
-				entry("n1", "10.0.0.1", "None")}, DrainPeriodInSeconds: ptr.To[int32](30)}})
+				entry("n1", "10.0.0.1", "None")}}})
 		s.Slices = []*discoveryv1.EndpointSlice{{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 			AddressType: discoveryv1.AddressTypeIPv4,

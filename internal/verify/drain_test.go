@@ -66,12 +66,17 @@ func TestDeletionTaintsAndDrainPeriod(t *testing.T) {
 			s.Config.EnableLoadBalancerAdminState = ptr.To(false)
 			s.Nodes[0].Spec.Taints = []v1.Taint{karpenter}
 		}, nil},
-		{"no drain period on the pool", func(s *Snapshot) {
+		{"a drain period configured, none on the pool", func(s *Snapshot) {
+			s.Config.LoadBalancerBackendPoolDrainPeriodInSeconds = ptr.To(30)
 			lbOf(s).BackendAddressPools[0].Properties.DrainPeriodInSeconds = nil
 		}, []string{"pool kubernetes/kubernetes: has drainPeriodInSeconds 0, want 30"}},
-		{"drain period off", func(s *Snapshot) {
-			s.Config.LoadBalancerBackendPoolDrainPeriodInSeconds = ptr.To(0)
+		{"none configured (the default), one on the pool", func(s *Snapshot) {
+			lbOf(s).BackendAddressPools[0].Properties.DrainPeriodInSeconds = ptr.To[int32](30)
 		}, []string{"has drainPeriodInSeconds 30, want 0"}},
+		{"a drain period configured and on the pool", func(s *Snapshot) {
+			s.Config.LoadBalancerBackendPoolDrainPeriodInSeconds = ptr.To(30)
+			lbOf(s).BackendAddressPools[0].Properties.DrainPeriodInSeconds = ptr.To[int32](30)
+		}, nil},
 		{"drain period off, unset on the pool", func(s *Snapshot) {
 			s.Config.LoadBalancerBackendPoolDrainPeriodInSeconds = ptr.To(0)
 			lbOf(s).BackendAddressPools[0].Properties.DrainPeriodInSeconds = nil

@@ -24,7 +24,7 @@ func localDrainFixture(eps map[string]string, entries ...*armnetwork.LoadBalance
 	lb.Probes[0].Properties = &armnetwork.ProbePropertiesFormat{Protocol: ptr.To(armnetwork.ProbeProtocolHTTP), Port: ptr.To[int32](32000),
 		RequestPath: ptr.To("/healthz"), IntervalInSeconds: ptr.To[int32](5), NumberOfProbes: ptr.To[int32](2)}
 	lb.BackendAddressPools = append(lb.BackendAddressPools, &armnetwork.BackendAddressPool{Name: ptr.To("default.web"),
-		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: entries, DrainPeriodInSeconds: ptr.To[int32](30)}})
+		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: entries}})
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 		AddressType: discoveryv1.AddressTypeIPv4,

@@ -262,6 +262,18 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 	for _, fe := range found[lbName] {
 		feName := lower(ptr.Deref(fe.Name, ""))
 		fam, ok := want[feName]
+		if !ok && spec.InternalSubnet != "" {
+			// The Azure cloud provider's name for an internal Service's
+			// frontend with azure-load-balancer-internal-subnet
+			// (a<uid>-<subnet>), which azlb keeps.
+			for _, f := range fams {
+				if feName == lower(names.FrontendBase(svc)+"-"+spec.InternalSubnet+names.FamilySuffix(f)) {
+					fam, ok = f, true
+					delete(want, lower(names.Frontend(svc, f)))
+					seen[lower(names.Frontend(svc, f))] = true
+				}
+			}
+		}
 		if !ok && !names.Owns(base, feName) {
 			// Another Service's frontend the Service shares.
 			if fam, ok = sharedFamily(lb, base, feName); ok {
@@ -545,7 +557,12 @@ func (m *nodeMode) checkPublicIP(svc *v1.Service, spec *annotations.ServiceSpec,
 			names.TagServiceName, svc.Namespace, svc.Name, names.TagClusterName, m.cluster)
 	}
 	if owned {
-		if v, _ := tagValue(pip.Tags, names.TagServiceName); v != svc.Namespace+"/"+svc.Name {
+		// A public IP the Service names (azure-pip-name, an address) may be
+		// shared: the Service that created it is the one tagged, and the
+		// Azure cloud provider lists every sharer, comma-separated
+		// (load-balancers.md, Sharing an IP).
+		v, _ := tagValue(pip.Tags, names.TagServiceName)
+		if !slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), svc.Namespace+"/"+svc.Name) && want == "" && pipName == "" {
 			m.r.add(obj, doc, "public IP %s is tagged %s=%s, want %s/%s", name, names.TagServiceName, v, svc.Namespace, svc.Name)
 		}
 		if pip.SKU == nil || !strings.EqualFold(string(ptr.Deref(pip.SKU.Name, "")), "Standard") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/privatelink"
 )
 
 // wantRule is a load-balancing rule as docs/load-balancers.md describes it.
@@ -71,6 +72,22 @@ func appProtocolProbe(port v1.ServicePort) string {
 	return ""
 }
 
+// probePath is an Http(s) probe's documented path: per-port, then
+// Service-wide, then the Local default while it targets
+// healthCheckNodePort, then "/".
+func probePath(spec *annotations.ServiceSpec, ov annotations.PortOverrides, localPort bool) string {
+	switch {
+	case ov.Probe.RequestPath != "":
+		return ov.Probe.RequestPath
+	case spec.Probe.RequestPath != "":
+		return spec.Probe.RequestPath
+	case localPort:
+		return localProbePath
+	default:
+		return defaultProbePath
+	}
+}
+
 // probeFor resolves the probe of one Service port, field by field: the
 // per-port annotation, then the service-wide one, then the default (Tcp on
 // the port's NodePort, Http/Https for an appProtocol of http/https; for
@@ -121,17 +138,16 @@ func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port
 			}
 		}
 	}
-	if !strings.EqualFold(p.protocol, "Tcp") {
-		switch {
-		case ov.Probe.RequestPath != "":
-			p.path = ov.Probe.RequestPath
-		case spec.Probe.RequestPath != "":
-			p.path = spec.Probe.RequestPath
-		case localPort:
-			p.path = localProbePath
-		default:
-			p.path = defaultProbePath
+	if local && p.port == svc.Spec.HealthCheckNodePort && privatelink.ProxyProtocolRequested(svc.Annotations) {
+		// Proxy protocol: Azure's probes carry the PROXY header, which
+		// the health check node port refuses (private-link.md).
+		if proto != v1.ProtocolTCP {
+			return nil
 		}
+		p.protocol, p.port, localPort = "Tcp", port.NodePort, false
+	}
+	if !strings.EqualFold(p.protocol, "Tcp") {
+		p.path = probePath(spec, ov, localPort)
 	}
 	for _, v := range []*int32{ov.Probe.IntervalInSeconds, spec.Probe.IntervalInSeconds} {
 		if v != nil {

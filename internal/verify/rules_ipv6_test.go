@@ -50,8 +50,7 @@ func internalDualStackFixture() *Snapshot {
 			Port: ptr.To[int32](30080), IntervalInSeconds: ptr.To[int32](5), NumberOfProbes: ptr.To[int32](2)}}
 	}
 	pool := func(name string, entries ...*armnetwork.LoadBalancerBackendAddress) *armnetwork.BackendAddressPool {
-		return &armnetwork.BackendAddressPool{Name: ptr.To(name), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: entries,
-			DrainPeriodInSeconds: ptr.To[int32](30)}}
+		return &armnetwork.BackendAddressPool{Name: ptr.To(name), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: entries}}
 	}
 	s.LoadBalancers = []*armnetwork.LoadBalancer{{
 		Name: ptr.To("kubernetes-internal"), ID: ptr.To(ilbID),

@@ -50,6 +50,10 @@ type Snapshot struct {
 	// pod-based mode, or when it does not exist (SecurityGroupNotFound).
 	SecurityGroup         *armnetwork.SecurityGroup
 	SecurityGroupNotFound bool
+
+	// PrivateLinks are the Private Link Services of the resource groups
+	// the cluster's may be in (privatelink.go), in the node-pool modes.
+	PrivateLinks []*armnetwork.PrivateLinkService
 }
 
 // VM is what NIC-based pools need to know about a node's VM.
@@ -122,6 +126,11 @@ func Collect(ctx context.Context, cfg *config.Config, clients *azure.Clients, ku
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read security group %s in %s: %w", cfg.SecurityGroupName, nsgRG, err)
+		}
+	}
+	if !cfg.ServiceGatewayEnabled {
+		if s.PrivateLinks, err = collectPrivateLinks(ctx, cfg, clients, s.Services); err != nil {
+			return nil, err
 		}
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -199,8 +200,29 @@ func (w *world) randomAnnotations(ns string) map[string]string {
 		cfgs := w.eligibleConfigs(ns)
 		a[p+"azure-load-balancer-configurations"] = w.pick(cfgs)
 	}
+	// An internal Service published through a Private Link Service
+	// (docs/private-link.md): its PLS writes join the fault mix.
+	if a[p+"azure-load-balancer-internal"] == "true" && w.rnd.IntN(100) < 40 {
+		a[plsCreate] = "true"
+		if w.rnd.IntN(2) == 0 {
+			a[p+"azure-pls-visibility"] = "*"
+		}
+	}
 	w.randomAccessAnnotations(a)
 	return a
+}
+
+// plsCreate asks for a Private Link Service, which only an internal
+// Service (or floating IP off) may: a Service made public drops its
+// azure-pls-* annotations, to stay valid input.
+const plsCreate = "service.beta.kubernetes.io/azure-pls-create"
+
+func dropPrivateLink(a map[string]string) {
+	for k := range a {
+		if strings.HasPrefix(k, "service.beta.kubernetes.io/azure-pls-") {
+			delete(a, k)
+		}
+	}
 }
 
 func (w *world) svcCreate(ctx context.Context) error {
@@ -210,6 +232,11 @@ func (w *world) svcCreate(ctx context.Context) error {
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: w.randomAnnotations(ns), Labels: map[string]string{"app": name}},
 		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name}, Ports: w.randomPorts()},
+	}
+	if w.nextSvc == 1 {
+		// The first Service of every scenario has a Private Link Service.
+		svc.Annotations["service.beta.kubernetes.io/azure-load-balancer-internal"] = "true"
+		svc.Annotations[plsCreate] = "true"
 	}
 	if w.rnd.IntN(100) < 35 {
 		svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
@@ -249,6 +276,7 @@ func (w *world) svcUpdate(ctx context.Context) error {
 			const k = "service.beta.kubernetes.io/azure-load-balancer-internal"
 			if svc.Annotations[k] == "true" {
 				delete(svc.Annotations, k)
+				dropPrivateLink(svc.Annotations)
 			} else {
 				if svc.Annotations == nil {
 					svc.Annotations = map[string]string{}

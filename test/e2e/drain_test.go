@@ -50,7 +50,10 @@ import (
 func TestScaleDownDrain(t *testing.T) {
 	ctx := context.Background()
 	public, nodes := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil, devenv.WithNetwork(devenv.NodeNetwork(nodes)))
+	// The subscription registered connection draining, which a pool's drain
+	// period needs (docs/admin-state.md).
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(), Features: []string{emulator.FeatureConnectionDraining}},
+		nil, devenv.WithNetwork(devenv.NodeNetwork(nodes)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,8 @@ func TestScaleDownDrain(t *testing.T) {
 	for i, name := range names {
 		createNode(t, name, testutil.Nth(nodes, i+1).String(), nil)
 	}
-	startController(t, "a", writeConfigFor(t, env, nil), false) // the defaults: deletion taints and a 30 s drain period
+	// The default deletion taints, and a 30 s drain period.
+	startController(t, "a", writeConfigFor(t, env, map[string]any{"loadBalancerBackendPoolDrainPeriodInSeconds": 30}), false)
 	ns := createNamespace(t)
 	ingress := testutil.Nth(public, 1)
 	svc := loadBalancerService(ns, "web", int32(testutil.FreePort(t, ingress)))

@@ -181,7 +181,8 @@ func startRolloutCluster(t *testing.T) *rolloutCluster {
 	t.Helper()
 	ctx := context.Background()
 	public, nodeNet := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(), Features: []string{emulator.FeatureConnectionDraining}},
+		nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
 	if err != nil {
 		t.Fatal(err)
 	}

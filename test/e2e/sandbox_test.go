@@ -142,7 +142,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if !strings.Contains(out.String(), "sandbox ready") {
 		t.Fatalf("no readiness line:\n%s", out.String())
 	}
-	for _, svc := range []string{"web", "api", "restricted", "echo"} {
+	for _, svc := range []string{"web", "api", "restricted", "echo", "echo-tcp"} {
 		if !strings.Contains(out.String(), "service demo/"+svc+" answers on ") {
 			t.Errorf("Up returned without demo/%s answering:\n%s", svc, out.String())
 		}
@@ -245,7 +245,17 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if len(echoNodes) != 2 {
 		t.Errorf("30 UDP flows to %s answered by %v: want both nodes of lb-pool2 (Cluster)", echo, echoNodes)
 	}
-	for svc, want := range map[string]string{"web": "Internet", "api": "Internet", "restricted": sandbox.RestrictedSource + "/32", "echo": "Internet"} {
+	// echo-tcp shares echo's public IP (sandbox.SharedIPName): TCP 53 on
+	// the same address answers too, and azlb status shows the sharing.
+	echoTCP := sandboxFrontend(t, cs, "echo-tcp")
+	if echoTCP != echo {
+		t.Errorf("echo-tcp is on %s, echo on %s: want one shared IP", echoTCP, echo)
+	}
+	servedBy(loopback, echoTCP, "aks-pool2-0", "aks-pool2-1")
+	if st := render(); !strings.Contains(st, "(shared)") {
+		t.Errorf("azlb status does not show the shared frontend:\n%s", st)
+	}
+	for svc, want := range map[string]string{"web": "Internet", "api": "Internet", "restricted": sandbox.RestrictedSource + "/32", "echo": "Internet", "echo-tcp": "Internet"} {
 		if got := sourcesOf(render(), "demo/"+svc); got != want {
 			t.Errorf("azlb status: %s's sources %q, want %q", svc, got, want)
 		}
@@ -314,15 +324,19 @@ func TestSandboxUpStatusDown(t *testing.T) {
 func verifySandbox(t *testing.T, opts sandbox.Options) {
 	t.Helper()
 	var out []byte
+	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		cmd := exec.CommandContext(ctx, filepath.Join(opts.BinDir, "azlb"), "verify",
 			"--kubeconfig", filepath.Join(opts.Dir, sandbox.KubeconfigFile), "--cloud-config", filepath.Join(opts.Dir, sandbox.AzureJSONFile))
-		var err error
-		out, err = cmd.CombinedOutput()
+		o, err := cmd.CombinedOutput()
+		if len(o) > 0 || out == nil {
+			out = o // the last run that said something (a run the deadline killed says nothing)
+		}
+		last = err
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("azlb verify did not come clean in 30s:\n%s", out)
+		t.Fatalf("azlb verify did not come clean in 30s (%v):\n%s", last, out)
 	}
 	if !strings.Contains(string(out), "clean") {
 		t.Fatalf("azlb verify exited 0 without saying clean:\n%s", out)
@@ -516,8 +530,9 @@ func sandboxDeniedFlows(t *testing.T, dir string, fe netip.AddrPort) uint64 {
 func sourcesOf(status, svc string) string {
 	for _, line := range strings.Split(status, "\n") {
 		f := strings.Fields(line)
-		if i := slices.Index(f, svc); i >= 2 {
-			rest := slices.DeleteFunc(f[i+1:], func(w string) bool { return strings.Contains(w, "->") })
+		// A shared frontend lists its Services as "a+b (shared)".
+		if i := slices.IndexFunc(f, func(w string) bool { return slices.Contains(strings.Split(w, "+"), svc) }); i >= 2 {
+			rest := slices.DeleteFunc(f[i+1:], func(w string) bool { return strings.Contains(w, "->") || w == "(shared)" })
 			return strings.Join(rest, " ")
 		}
 	}

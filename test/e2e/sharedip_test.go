@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/azlb/azlb/internal/devenv"
-	"github.com/azlb/azlb/internal/testutil"
 )
 
 // TestSharedIPTCPAndUDP is the DNS pattern end to end: a TCP Service and a
@@ -26,9 +25,10 @@ func TestSharedIPTCPAndUDP(t *testing.T) {
 	const pip = "shared-dns-ip"
 	ann := map[string]string{"service.beta.kubernetes.io/azure-pip-name": pip}
 
-	tcp := loadBalancerService(c.ns, "dns-tcp", int32(testutil.FreePort(t, testutil.Nth(c.public, 1))))
-	tcp.Annotations = ann
+	// One port number, both protocols: DNS's 53.
 	udpPort := c.freeUDPPort(t)
+	tcp := loadBalancerService(c.ns, "dns-tcp", udpPort)
+	tcp.Annotations = ann
 	udp := loadBalancerService(c.ns, "dns-udp")
 	udp.Annotations = ann
 	udp.Spec.Ports = []v1.ServicePort{{Name: "dns", Port: udpPort, TargetPort: intstr.FromInt32(udpPort), Protocol: v1.ProtocolUDP}}

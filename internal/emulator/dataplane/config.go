@@ -79,6 +79,13 @@ type Rule struct {
 	// all (for example a frontend without an address, or
 	// UnservedInternalIPv6FloatingIP); Apply reports it and opens nothing.
 	Unserved string
+	// SourceNAT, when valid, is the source address members see and their
+	// security groups judge (a Private Link Service's NAT address; see
+	// PrivateEndpointRules); ProxyProtocol sends them a PROXY v2 header
+	// with the client's address and LinkID first.
+	SourceNAT     netip.Addr
+	ProxyProtocol bool
+	LinkID        uint32
 }
 
 // UnservedInternalIPv6FloatingIP is the reason a rule with floating IP on

@@ -476,7 +476,11 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	}
 	// Azure chooses the member by hash first; its security groups then
 	// drop what they deny (no other member is tried).
-	if v := m.Security.Evaluate(ProtocolTCP, src, securityDst(cfg, m.Addr)); !v.Allowed {
+	secSrc, local := src, cfg.Frontend.Addr()
+	if cfg.SourceNAT.IsValid() { // through a private endpoint: the NAT address is the source
+		secSrc, local = netip.AddrPortFrom(cfg.SourceNAT, src.Port()), cfg.SourceNAT
+	}
+	if v := m.Security.Evaluate(ProtocolTCP, secSrc, securityDst(cfg, m.Addr)); !v.Allowed {
 		rs.counters.denied.Add(1)
 		m.stats.denied.Add(1)
 		p.countDenied(v, false)
@@ -486,8 +490,13 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	// The member sees the flow come from the frontend's address: a relay
 	// cannot keep the client's, and this tells a member serving several
 	// frontends on one port (floating IP) which one the flow came through.
-	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: cfg.Frontend.Addr().AsSlice()}, Control: FreeBind}
+	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}, Control: FreeBind}
 	bc, err := d.Dial(network(ProtocolTCP, m.Addr), netip.AddrPortFrom(m.Addr, cfg.BackendPort).String())
+	if err == nil && cfg.ProxyProtocol {
+		if _, err = bc.Write(ProxyV2Header(src, dst, cfg.LinkID)); err != nil {
+			resetConn(bc)
+		}
+	}
 	if err != nil {
 		rs.counters.backendFailures.Add(1)
 		resetConn(client)
