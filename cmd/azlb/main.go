@@ -6,6 +6,8 @@
 //	                                                                 wait until it serves; exit 1 with its last log entry
 //	                                                                 if it exits first
 //	azlb sandbox down [--dir .sandbox]                               stop it
+//	azlb sandbox egress-curl [--dir .sandbox] POD [URL]              a pod's HTTP GET through the emulator's data plane,
+//	                                                                 leaving from its egress identity's public IP
 //	azlb status [--kubeconfig F] [--cloud-config F] [--load-balancer-class C] [--cluster-name N]
 //	                                                                 show load balancers, pools, admin state,
 //	                                                                 each Service's sources in the NSG
@@ -55,6 +57,7 @@ const usage = `usage:
   azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic]
   azlb sandbox restart [--dir .sandbox] [--timeout 1m]
   azlb sandbox down [--dir .sandbox]
+  azlb sandbox egress-curl [--dir .sandbox] [NAMESPACE/]POD [URL]
   azlb status [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--cluster-name NAME]
   azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--cluster-name NAME] [--timeout 2m] [--quiet]
   azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
@@ -74,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sandboxDown(args[2:], stdout)
 	case args[0] == "sandbox" && len(args) > 1 && args[1] == "restart":
 		err = sandboxRestart(ctx, args[2:], stdout)
+	case args[0] == "sandbox" && len(args) > 1 && args[1] == "egress-curl":
+		err = sandboxEgressCurl(ctx, args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
 	case args[0] == "verify":
@@ -130,7 +135,8 @@ The pod-based (Container Load Balancer) sandbox is running. Try:
 
   export KUBECONFIG=%[1]s/kubeconfig
   bin/kubectl get svc -n demo                  # external IPs from the emulated Azure
-  bin/azlb status                              # each Service's load balancer; the gateway's pods per node
+  bin/azlb status                              # each Service's load balancer; the gateway's pods per node; egress identity team-a
+  bin/azlb sandbox egress-curl egress-client   # "curl" from pod demo/egress-client to a loopback server: it sees team-a's public IP
   bin/kubectl -n demo delete endpointslice web-1   # web's pods leave the gateway
   bin/azlb status
 
@@ -185,6 +191,20 @@ func sandboxRestart(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "azlb-controller-manager restarted and serving (log: %s)\n", filepath.Join(*dir, "logs", "controller.log"))
 	return nil
+}
+
+// sandboxEgressCurl sends a sandbox pod's HTTP GET through the emulator's
+// data plane (internal/sandbox.EgressCurl).
+func sandboxEgressCurl(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sandbox egress-curl", flag.ContinueOnError)
+	dir := fs.String("dir", ".sandbox", "directory of the sandbox")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return fmt.Errorf("usage: azlb sandbox egress-curl [--dir .sandbox] [NAMESPACE/]POD [http://LOOPBACK-IP:PORT/] (without URL: a loopback server that answers with the source address it sees)")
+	}
+	return sandbox.EgressCurl(ctx, *dir, fs.Arg(0), fs.Arg(1), out)
 }
 
 func sandboxDown(args []string, out io.Writer) error {

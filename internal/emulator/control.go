@@ -191,6 +191,8 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		controlJSON(w, http.StatusOK, st)
+	case p == "/egress":
+		e.serveEgressControl(w, r)
 	case p == "/servicegateway" && r.Method == http.MethodPut:
 		var body struct {
 			PostStatus *int `json:"postStatus"`

@@ -162,6 +162,9 @@ func (v *variantRun) ready(ctx context.Context) error {
 			return fmt.Errorf("the pods did not reach the service gateway (see %s): %w", controllerLog, err)
 		}
 		v.step("service gateway holds the %d demo pods", n)
+		if err := v.readyEgress(ctx); err != nil {
+			return fmt.Errorf("%w (see %s)", err, controllerLog)
+		}
 	case VariantBasic:
 		msg, err := waitRefusal(ctx, v.o.Dir, controllerLog)
 		if err != nil {

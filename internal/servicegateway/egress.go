@@ -525,11 +525,19 @@ func (e *Controller) provisionEgress(ctx context.Context, id string, members []*
 	e.mu.Lock()
 	st := e.egressStateLocked(id)
 	st.draining, st.waitIPs = false, nil // not tearing down; releaseLeaving waits again if it must
+	held := e.tracker.HeldByOtherOutbound(id, addrs)
+	for _, k := range held {
+		delete(addrs, k) // a pod relabelled from another identity: that one lets it go first
+	}
 	changed := e.tracker.SetDesired(id, addrs)
 	ready := e.tracker.SetReady(id, st.registered)
 	e.mu.Unlock()
 	if changed || ready {
 		e.locQueue.Add(locationsKey)
+	}
+	if len(held) > 0 {
+		klog.FromContext(ctx).V(2).Info("Egress addresses still named by another identity; retrying", "addresses", len(held))
+		e.egQueue.AddRateLimited(id)
 	}
 	return nil
 }

@@ -278,7 +278,7 @@ func TestEgressDataPlane(t *testing.T) {
 // label is removed leaves: its address goes, then its finalizer, and its
 // last identity is torn down.
 func TestEgressRelabel(t *testing.T) {
-	h, _ := emulatorHarness(t, emulator.Options{ServiceGatewayPOSTStatus: emulator.SGWPostOK})
+	h, env := emulatorHarness(t, emulator.Options{ServiceGatewayPOSTStatus: emulator.SGWPostOK})
 	h.start()
 	h.node("n1", "10.240.0.4")
 	h.egressPod("p1", "team-a", "n1", "10.244.0.10")
@@ -302,6 +302,14 @@ func TestEgressRelabel(t *testing.T) {
 	})
 	if p := h.getPod("p1"); !slices.Contains(p.Finalizers, PodFinalizer) {
 		t.Fatalf("p1 lost its finalizer: %v", p.Finalizers)
+	}
+	// The address never named both identities (Azure refuses that:
+	// MultipleOutboundServicesForAddress): team-b took it once team-a let
+	// it go.
+	for _, r := range env.Emulator().Requests() {
+		if strings.HasSuffix(r.Path, "updateAddressLocations") && r.Status == http.StatusBadRequest {
+			t.Fatalf("an address update was refused during the move: %+v", r)
+		}
 	}
 	relabel("")
 	h.stepUntil(time.Second, "p1 released, team-b gone", func() bool {

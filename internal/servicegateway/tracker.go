@@ -342,6 +342,23 @@ func (t *diffTracker) owns(name string) bool {
 	return ok
 }
 
+// HeldByOtherOutbound lists the addresses of want that another egress
+// identity azlb owns still wants: an address names at most one outbound
+// service (Azure refuses more), so a pod moving between identities joins
+// the new one only once the old one has let it go.
+func (t *diffTracker) HeldByOtherOutbound(id string, want map[addrKey]struct{}) []addrKey {
+	var out []addrKey
+	for k := range want {
+		for other := range t.wantedBy[k] {
+			if _, ok := t.outbound[other]; ok && other != id {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // SetOwned says whether azlb owns the egress identity name (so it adds it
 // to and removes it from addresses); the addresses NRP maps to it are
 // compared again.

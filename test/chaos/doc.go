@@ -12,6 +12,14 @@
 //     nodes; after the faults stop, verify (NSG rules included) must come
 //     clean within the bound; then a restart without change must make no
 //     ARM write.
+//   - TestEgressFaultMix (egress_test.go): pod-based load balancing with
+//     egress identities: labelled pods (some backing an inbound Service
+//     too, a few with an invalid or the reserved identity) created,
+//     deleted, relabelled and dropped an identity at a time under the same
+//     fault mix plus failing service gateway POSTs; verify (egress
+//     included) clean within the bound, a restart without change makes no
+//     write, and once every pod is deleted all are released and nothing of
+//     an identity is left.
 //   - TestCrashRecovery: kill -9 of the controller at random points during
 //     churn, restart, verify clean.
 //   - TestLeaderFailover: two replicas under the chart's leader election;

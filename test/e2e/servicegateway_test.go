@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -191,19 +193,42 @@ func TestPodBasedLoadBalancing(t *testing.T) {
 }
 
 // make sandbox SANDBOX=container: the pod-based demo comes up and azlb
-// status shows each Service's load balancer and the pods per node location.
+// status shows each Service's load balancer, the pods per node location
+// and the egress identity of the demo's egress pod, whose "curl" (azlb
+// sandbox egress-curl) reaches a loopback server from the identity's
+// public IP.
 func TestContainerSandbox(t *testing.T) {
 	opts, out := upSandbox(t, sandbox.VariantContainer)
-	if !strings.Contains(out.String(), "service gateway holds the 5 demo pods") {
-		t.Errorf("no gateway line:\n%s", out.String())
+	for _, want := range []string{"service gateway holds the 5 demo pods", "egress identity team-a set up",
+		"pod demo/egress-client reached a loopback server, which saw it come from 127."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("sandbox up lacks %q:\n%s", want, out.String())
+		}
 	}
-	_, _, render := sandboxClients(t, opts.Dir)
+	clients, _, render := sandboxClients(t, opts.Dir)
 	got := render()
-	for _, want := range []string{"(demo/web)", "(demo/api)", "SERVICE GATEWAY servicegateway", "3 locations, 5 addresses",
-		"node aks-nodepool1-0", "10.244.0.10", "default-natgw"} {
+	for _, want := range []string{"(demo/web)", "(demo/api)", "SERVICE GATEWAY servicegateway", "3 locations, 6 addresses",
+		"node aks-nodepool1-0", "10.244.0.10", "default-natgw", "EGRESS IDENTITY", "team-a", "10.244.1.30"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
 		}
+	}
+	// The README's "curl from the pod": the loopback server sees team-a's
+	// public IP; a pod without an identity has no route.
+	ctx := context.Background()
+	pip, err := clients.PublicIP.Get(ctx, devenv.ResourceGroup, sandbox.EgressDemoIdentity+"-pip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var curl bytes.Buffer
+	if err := sandbox.EgressCurl(ctx, opts.Dir, sandbox.EgressDemoPod, "", &curl); err != nil {
+		t.Fatalf("egress-curl: %v", err)
+	}
+	if want := "source address: " + *pip.Properties.IPAddress + "\n"; !strings.HasPrefix(curl.String(), want) {
+		t.Errorf("egress-curl printed %q, want it to start with %q", curl.String(), want)
+	}
+	if err := sandbox.EgressCurl(ctx, opts.Dir, "nope/absent", "", io.Discard); err == nil {
+		t.Error("egress-curl of a missing pod succeeded")
 	}
 	verifySandbox(t, opts)
 	sandbox.Down(opts.Dir)
