@@ -239,21 +239,15 @@ func (e *Controller) queueAllEgress() {
 }
 
 func (e *Controller) processNextEgress(ctx context.Context) bool {
-	id, quit := e.egQueue.Get()
-	if quit {
-		return false
-	}
-	e.working.Add(1)
-	e.egBusy.Add(1)
-	// As for Services: the registrar is poked once this worker no longer
-	// counts as busy, before the engine can look idle.
-	defer e.working.Add(-1)
-	defer e.pokeRegistrar()
-	defer e.egBusy.Add(-1)
-	defer e.egQueue.Done(id)
-	done := e.health.Busy()
-	defer done()
-	op, err := e.syncEgress(ctx, id)
+	return e.registrantWork(e.egQueue, &e.egBusy, func(id string) {
+		op, err := e.syncEgress(ctx, id)
+		e.finishEgress(ctx, id, op, err)
+	})
+}
+
+// finishEgress counts an identity's sync and queues it again as its
+// outcome asks.
+func (e *Controller) finishEgress(ctx context.Context, id, op string, err error) {
 	switch {
 	case err == nil:
 		if op != "" {
@@ -268,7 +262,6 @@ func (e *Controller) processNextEgress(ctx context.Context) bool {
 		klog.FromContext(ctx).V(2).Info("Egress identity sync failed; retrying", "identity", id, "err", err, "attempt", e.egQueue.NumRequeues(id)+1)
 		e.egQueue.AddRateLimited(id)
 	}
-	return true
 }
 
 // active reports whether a pod egresses: not being deleted, not finished,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/util/workqueue"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -39,23 +41,31 @@ var (
 const storeCaller = "ServiceGateway"
 
 func (e *Controller) processNextService(ctx context.Context) bool {
-	uid, quit := e.svcQueue.Get()
+	return e.registrantWork(e.svcQueue, &e.svcBusy, func(uid string) {
+		op, gen, deleting, err := e.syncService(ctx, uid)
+		e.finish(ctx, uid, op, gen, deleting, err)
+	})
+}
+
+// registrantWork takes one item of a queue whose work may hand
+// registrations to the registrar (Services, egress identities) and runs
+// work on it, counting as working and as busy (busy) meanwhile. Deferred
+// calls run in reverse: the registrar is poked once this worker no longer
+// counts as busy, and before the engine can look idle.
+func (e *Controller) registrantWork(q workqueue.TypedRateLimitingInterface[string], busy *atomic.Int32, work func(key string)) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
 	e.working.Add(1)
-	e.svcBusy.Add(1)
-	// Deferred calls run in reverse: the registrar is poked once this
-	// worker no longer counts as a Service worker, and before the engine
-	// can look idle.
+	busy.Add(1)
 	defer e.working.Add(-1)
 	defer e.pokeRegistrar()
-	defer e.svcBusy.Add(-1)
-	defer e.svcQueue.Done(uid)
+	defer busy.Add(-1)
+	defer q.Done(key)
 	done := e.health.Busy()
 	defer done()
-	op, gen, deleting, err := e.syncService(ctx, uid)
-	e.finish(ctx, uid, op, gen, deleting, err)
+	work(key)
 	return true
 }
 
