@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -175,16 +176,19 @@ func TestInternalDualStackServiceIPv6RuleAgainstEmulator(t *testing.T) {
 	if _, err := clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes-internal", *lb, ptr.Deref(lb.Etag, "")); err != nil {
 		t.Fatalf("write the old rules: %v", err)
 	}
-	st, _ = env.Emulator().DataPlaneStatus()
+	// The data plane applies a write asynchronously (listeners on a
+	// loopback IPv6 route take a moment): wait for it.
 	dropped := 0
-	for _, r := range st.Rules {
-		if r.Reason == dataplane.UnservedInternalIPv6FloatingIP {
-			dropped++
+	testutil.Poll(t, 10*time.Second, "the 2 IPv6 rules held as dropped for floating IP", func() bool {
+		st, _ = env.Emulator().DataPlaneStatus()
+		dropped = 0
+		for _, r := range st.Rules {
+			if r.Reason == dataplane.UnservedInternalIPv6FloatingIP {
+				dropped++
+			}
 		}
-	}
-	if dropped != 2 {
-		t.Fatalf("the data plane holds %d rules as dropped for floating IP, want the 2 IPv6 ones: %+v", dropped, st.Rules)
-	}
+		return dropped == 2
+	})
 	p = newProvider(t, env.Config, clients, record.NewFakeRecorder(100)) // a restarted controller: nothing cached
 	if _, err := p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
 		t.Fatalf("EnsureLoadBalancer after the old rules: %v", err)
