@@ -160,6 +160,9 @@ func TestGateTurnsTrueWhenTheGatewayHoldsTheAddress(t *testing.T) {
 	if c := h.gate("web-1"); c.Reason != ReasonReady {
 		t.Errorf("reason %q, want %q", c.Reason, ReasonReady)
 	}
+	// The latency is observed once the patch returns, which may be after
+	// the gate shows: wait for it.
+	h.eventually("the latency observed once", func() bool { return observed(t, "ready") == before+1 })
 	if n := observed(t, "ready"); n != before+1 {
 		t.Errorf("histogram observations %d, want %d", n, before+1)
 	}
