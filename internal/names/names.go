@@ -54,6 +54,20 @@ func Frontend(svc *v1.Service, family v1.IPFamily) string {
 	return FrontendBase(svc) + FamilySuffix(family)
 }
 
+// baseLen is the length of a Service's base name ("a" + its UID without
+// dashes, cut to 32 characters).
+const baseLen = 32
+
+// ServiceBaseOf is the base name of the Service a frontend, rule or probe
+// name belongs to: the 32 characters before "-<protocol>-<port>...", or
+// the frontend name without its family suffix.
+func ServiceBaseOf(name string) string {
+	if len(name) > baseLen && name[baseLen] == '-' {
+		return name[:baseLen]
+	}
+	return ServiceBaseOfFrontend(name)
+}
+
 // ServiceBaseOfFrontend strips the family suffix from a frontend name.
 func ServiceBaseOfFrontend(name string) string {
 	if HasSuffixFold(name, IPv6Suffix) {

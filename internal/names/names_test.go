@@ -143,3 +143,20 @@ func TestPodIPNames(t *testing.T) {
 		t.Error("IsUID")
 	}
 }
+
+func TestServiceBaseOf(t *testing.T) {
+	base := "a1111111122223333444455555555555"
+	for name, want := range map[string]string{
+		base:                  base,
+		base + "-IPv6":        base,
+		base + "-TCP-80":      base,
+		base + "-UDP-53-IPv6": base,
+		base + "-HA":          base,
+		base + "-" + "sub":    base,
+		"kubernetes":          "kubernetes",
+	} {
+		if got := names.ServiceBaseOf(name); got != want {
+			t.Errorf("ServiceBaseOf(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

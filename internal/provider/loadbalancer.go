@@ -375,7 +375,7 @@ func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *a
 			}
 			if other, mine := sharedPortConflict(lb, base, feID, st.rules); other != nil {
 				return false, &SharedIPConflictError{
-					Service: names.ServiceKey(svc), Other: serviceNameOfBase(liveBase, ruleBase(ruleNameOf(other))), Address: in.address,
+					Service: names.ServiceKey(svc), Other: serviceNameOfBase(liveBase, names.ServiceBaseOf(ruleNameOf(other))), Address: in.address,
 					Protocol: string(ptr.Deref(mine.Properties.Protocol, "")), Port: ptr.Deref(mine.Properties.FrontendPort, 0),
 				}
 			}

@@ -81,7 +81,7 @@ func applySharedService(lb *armnetwork.LoadBalancer, base string, want []*servic
 				continue
 			}
 			fe := p.FrontendIPConfigurations[i]
-			if names.Owns(base, feNameOf(fe)) || frontendReferenced(p, fe) || liveBase(ruleBase(feNameOf(fe))) {
+			if names.Owns(base, feNameOf(fe)) || frontendReferenced(p, fe) || liveBase(names.ServiceBaseOf(feNameOf(fe))) {
 				continue
 			}
 			p.FrontendIPConfigurations = slices.Delete(p.FrontendIPConfigurations, i, i+1)

@@ -236,7 +236,7 @@ func (p *Provider) ensureRebuilt(ctx context.Context) error {
 			}
 			// Services on a shared frontend have rules only.
 			for _, r := range lb.Properties.LoadBalancingRules {
-				services[cfgName] = append(services[cfgName], ruleBase(ruleNameOf(r)))
+				services[cfgName] = append(services[cfgName], names.ServiceBaseOf(ruleNameOf(r)))
 			}
 			for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 				pool := findPool(lb, names.ClusterPool(p.clusterName(), fam))

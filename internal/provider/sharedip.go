@@ -42,19 +42,6 @@ const (
 	EventReasonFrontendKept = "FrontendKeptForSharedIP"
 )
 
-// baseLen is the length of a Service's frontend base name ("a" + its UID
-// without dashes, cut to 32 characters).
-const baseLen = 32
-
-// ruleBase is the base name of the Service a frontend, rule or probe name
-// belongs to.
-func ruleBase(name string) string {
-	if len(name) > baseLen && name[baseLen] == '-' {
-		return name[:baseLen]
-	}
-	return names.ServiceBaseOfFrontend(name)
-}
-
 // SharedIPConflictError reports that a Service asks for a frontend port and
 // protocol another Service already has on the same IP.
 type SharedIPConflictError struct {
@@ -307,7 +294,7 @@ func (p *Provider) precheckSharedIP(ctx context.Context, svc *v1.Service, spec *
 				lookup = p.liveBases()
 			}
 			err := &SharedIPConflictError{
-				Service: names.ServiceKey(svc), Other: serviceNameOfBase(lookup, ruleBase(ruleNameOf(other))), Address: in.address,
+				Service: names.ServiceKey(svc), Other: serviceNameOfBase(lookup, names.ServiceBaseOf(ruleNameOf(other))), Address: in.address,
 				Protocol: string(ptr.Deref(mine.Properties.Protocol, "")), Port: ptr.Deref(mine.Properties.FrontendPort, 0),
 			}
 			p.warn(svc, EventReasonSharedIPPortConflict, "%v; nothing is written for the Service", err)
@@ -522,7 +509,7 @@ func (p *Provider) addCoTenantGrants(ctx context.Context, svc *v1.Service, edit 
 			}
 			users := map[string]bool{}
 			for _, r := range lb.Properties.LoadBalancingRules {
-				if b := ruleBase(ruleNameOf(r)); r.Properties != nil && !strings.EqualFold(b, base) && frontendRef(ptrID(r.Properties.FrontendIPConfiguration), fe) {
+				if b := names.ServiceBaseOf(ruleNameOf(r)); r.Properties != nil && !strings.EqualFold(b, base) && frontendRef(ptrID(r.Properties.FrontendIPConfiguration), fe) {
 					users[strings.ToLower(b)] = true
 				}
 			}

@@ -226,7 +226,7 @@ func (s *Snapshot) frontendServices(p *armnetwork.LoadBalancerPropertiesFormat, 
 			!strings.EqualFold(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)), frontend) {
 			continue
 		}
-		if b := ruleBase(str(r.Name)); !slices.Contains(bases, b) {
+		if b := strings.ToLower(names.ServiceBaseOf(str(r.Name))); !slices.Contains(bases, b) {
 			bases = append(bases, b)
 		}
 	}
@@ -241,15 +241,6 @@ func (s *Snapshot) frontendServices(p *armnetwork.LoadBalancerPropertiesFormat, 
 		out = append(out, s.service(b))
 	}
 	return strings.Join(out, "+") + " (shared)"
-}
-
-// ruleBase is the lower-cased base name (the Service's) a rule name
-// starts with: 32 characters before "-<protocol>-<port>".
-func ruleBase(name string) string {
-	if len(name) > 32 && name[32] == '-' {
-		return strings.ToLower(name[:32])
-	}
-	return strings.ToLower(name)
 }
 
 func (s *Snapshot) service(frontend string) string {
