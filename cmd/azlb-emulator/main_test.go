@@ -106,7 +106,8 @@ func TestServeWritesCAAndShutsDown(t *testing.T) {
 
 func TestServeRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--write-budget", "0"}, {"--bogus"}, {"extra"}, {"--public-ipv4-cidr", "x", "--listen", "127.0.0.1:0"},
-		{"--data-plane", "--public-ipv4-cidr", "20.40.0.0/16", "--listen", "127.0.0.1:0"}} {
+		{"--data-plane", "--public-ipv4-cidr", "20.40.0.0/16", "--listen", "127.0.0.1:0"},
+		{"--feature", "SLBAllowConnectionDraining"}, {"--feature", "a/b/c"}, {"--feature", " Microsoft.Network/X"}} {
 		var out, errOut syncBuffer
 		if code := serve(context.Background(), args, &out, &errOut); code == 0 {
 			t.Errorf("%v: exit 0", args)
