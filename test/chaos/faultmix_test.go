@@ -25,8 +25,8 @@ func TestFaultMix(t *testing.T) {
 		return // no seed got to its churn
 	}
 	nsg.check(t)
-	t.Logf("network security group calls under faults: %v GET, %v PUT (faulted: %v, %v)",
-		nsg.calls["GET"], nsg.calls["PUT"], nsg.faulted["GET"], nsg.faulted["PUT"])
+	t.Logf("network security group calls under faults: %v GET, %v PUT (faulted: %v, %v); from the churn until clean: %v GET, %v PUT",
+		nsg.calls["GET"], nsg.calls["PUT"], nsg.faulted["GET"], nsg.faulted["PUT"], nsg.reached["GET"], nsg.reached["PUT"])
 }
 
 func faultMixSeed(t *testing.T, seed uint64, nsg *nsgTally) {
@@ -61,8 +61,8 @@ func faultMixSeed(t *testing.T, seed uint64, nsg *nsgTally) {
 		}
 	}
 	targets := armTargets(churnStart, stopped)
-	nsg.add(targets, w)
 	converged := c.waitClean(t, p.Bound)
+	nsg.add(targets, armTargets(churnStart, time.Now()), w)
 	verifyCLI(t)
 	after, afterWrites := armCalls(r.userAgent, stopped)
 	figure(t, "fault-mix", map[string]any{
