@@ -98,11 +98,33 @@ func (b *Balancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Ser
 	}
 	spec, rej := admit(svc)
 	if rej != nil {
-		e.recorder.Eventf(svc, v1.EventTypeWarning, rej.reason, "%s", rej.message)
+		msg := rej.message
+		if rej.reason == ReasonUnsupportedAccessControl && e.withhold(svc) {
+			msg += "; its pods are withdrawn from the load balancer until then"
+		}
+		e.recorder.Eventf(svc, v1.EventTypeWarning, rej.reason, "%s", msg)
 		return nil, rej
 	}
 	e.want(ctx, svc, spec)
 	return status, nil
+}
+
+// withhold stops sending a provisioned Service's addresses to the gateway
+// (the gateway then drops them): a source restriction azlb cannot enforce
+// must not leave the Service open to every source. Its load balancer,
+// public IP and registration stay, so removing the restriction brings the
+// pods back with the same IP. It reports whether azlb tracks the Service.
+func (e *Controller) withhold(svc *v1.Service) bool {
+	uid := uidKey(svc.UID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.states[uid]
+	if st == nil || st.deleting {
+		return false
+	}
+	st.withheld = true
+	e.updateReadyLocked(uid)
+	return true
 }
 
 // want records what a Service wants and schedules the work.
@@ -111,6 +133,10 @@ func (e *Controller) want(ctx context.Context, svc *v1.Service, spec *lbSpec) {
 	key := serviceKey(svc.Namespace, svc.Name)
 	e.mu.Lock()
 	st := e.states[uid]
+	if st != nil && st.withheld {
+		st.withheld = false // admitted again: its addresses may be sent
+		e.updateReadyLocked(uid)
+	}
 	switch {
 	case st == nil:
 		st = &svcState{uid: uid, ns: svc.Namespace, name: svc.Name, desired: spec, gen: 1}

@@ -132,6 +132,10 @@ type svcState struct {
 	// desired (the Service became a LoadBalancer again meanwhile);
 	// draining: the deletion waits for the gateway to drop its addresses.
 	deleting, recreate, draining bool
+	// withheld: the Service asks for a source restriction azlb cannot
+	// enforce here, so none of its addresses are sent (fail closed) while
+	// its load balancer, public IP and registration stay.
+	withheld bool
 
 	pip          presence
 	pipID, pipIP string

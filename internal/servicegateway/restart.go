@@ -258,7 +258,10 @@ func (e *Controller) stateAtStart(svc *v1.Service, az *azureState) *svcState {
 		if !inAzure {
 			return nil
 		}
-		return st // keeps its load balancer; nothing is applied
+		// It keeps its load balancer; nothing is applied, and with a
+		// source restriction its addresses are not sent.
+		st.withheld = rej.reason == ReasonUnsupportedAccessControl
+		return st
 	}
 	st.desired = spec
 	if lb := az.lbs[uid]; lb != nil && st.pip == present && lbMatches(lb, e.desiredLB(uid, spec, st.pipID)) &&

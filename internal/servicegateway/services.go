@@ -345,12 +345,12 @@ func (e *Controller) forgetLocked(uid string) {
 }
 
 // updateReadyLocked sets whether the Service's addresses may be sent:
-// registered in the gateway and not being deleted. It queues the address
-// updater when that changes.
+// registered in the gateway, not being deleted and not withheld. It
+// queues the address updater when that changes.
 func (e *Controller) updateReadyLocked(uid string) {
 	st := e.states[uid]
 	_, registered := e.tracker.Registered(uid)
-	if e.tracker.SetReady(uid, st != nil && !st.deleting && registered) {
+	if e.tracker.SetReady(uid, st != nil && !st.deleting && !st.withheld && registered) {
 		e.locQueue.Add(locationsKey)
 	}
 }

@@ -25,6 +25,7 @@ const (
 	ReasonUnsupportedProtocol       = "UnsupportedProtocol"
 	ReasonBackendPortCollision      = "UnsupportedBackendPortCollision"
 	ReasonUnsupportedPort           = "UnsupportedPort"
+	ReasonUnsupportedAccessControl  = "UnsupportedAccessControl"
 )
 
 // Idle timeout bounds of pod-based load balancing rules, in minutes.
@@ -80,6 +81,17 @@ func admit(svc *v1.Service) (*lbSpec, *rejection) {
 	//nolint:staticcheck // spec.loadBalancerIP is deprecated, and still must be refused
 	if svc.Spec.LoadBalancerIP != "" {
 		return nil, reject(ReasonUnsupportedLoadBalancerIP, "spec.loadBalancerIP: a requested IP is not supported with pod-based backend pools")
+	}
+	// azlb writes no security rules for pod-based Services: a source
+	// restriction would be ignored, so the Service is refused (fail
+	// closed) rather than exposed to more sources than it allows.
+	if len(svc.Spec.LoadBalancerSourceRanges) > 0 {
+		return nil, reject(ReasonUnsupportedAccessControl, "spec.loadBalancerSourceRanges: source restrictions are not supported with pod-based backend pools (azlb writes no security rules for them); remove it and restrict access in the pod subnet's network security group")
+	}
+	for _, key := range []string{annotations.KeyAllowedIPRanges, annotations.KeyAllowedServiceTags, annotations.KeyDenyAllExceptRanges} {
+		if _, ok := svc.Annotations[key]; ok {
+			return nil, reject(ReasonUnsupportedAccessControl, "annotation %s: source restrictions are not supported with pod-based backend pools (azlb writes no security rules for them); remove it and restrict access in the pod subnet's network security group", key)
+		}
 	}
 	if len(svc.Spec.IPFamilies) > 1 {
 		return nil, reject(ReasonUnsupportedDualStack, "spec.ipFamilies: dual-stack Services are not supported with pod-based backend pools; use one family")

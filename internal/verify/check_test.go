@@ -440,12 +440,25 @@ func TestPodBased(t *testing.T) {
 		t.Fatalf("%s", findings(r))
 	}
 	// security-groups.md does not cover pod-based load balancing: a
-	// configured security group and source ranges change nothing.
+	// configured security group changes nothing.
 	cfg.SecurityGroupName = "nsg"
-	svc.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/24"}
 	if r := Check(s); !r.Clean() || len(r.Skipped) != 0 || strings.Contains(r.Summary(), "security group") {
 		t.Fatalf("pod-based with a security group: %s %v %s", findings(r), r.Skipped, r.Summary())
 	}
+	// Source ranges are refused, and fail closed: its pod still in the
+	// gateway is a finding; once withdrawn, the Service is skipped.
+	svc.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/24"}
+	if r := Check(s); len(r.Findings) != 1 || len(r.Skipped) != 1 ||
+		!strings.Contains(findings(r), "address 10.244.0.7 is default/api under 10.0.0.1, want absent") {
+		t.Fatalf("pod-based with source ranges, pod in the gateway: %s %v", findings(r), r.Skipped)
+	}
+	locs := s.Gateway.Locations
+	s.Gateway.Locations = nil
+	if r := Check(s); !r.Clean() || len(r.Skipped) != 1 {
+		t.Fatalf("pod-based with source ranges, pod withdrawn: %s %v", findings(r), r.Skipped)
+	}
+	s.Gateway.Locations = locs
+	svc.Spec.LoadBalancerSourceRanges = nil
 	// The pod moves to another node; a deleted Service's registration stays.
 	s.Nodes = append(s.Nodes, testutil.Node("n2", testutil.InternalIPs("10.0.0.3", "10.0.0.2")))
 	s.Slices[0].Endpoints[0].NodeName = ptr.To("n2")

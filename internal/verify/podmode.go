@@ -28,6 +28,13 @@ const (
 	podDefaultIdle    = 4
 )
 
+// podAccessAnnotations restrict a Service's sources (security-groups.md).
+var podAccessAnnotations = []string{
+	"service.beta.kubernetes.io/azure-allowed-ip-ranges",
+	"service.beta.kubernetes.io/azure-allowed-service-tags",
+	"service.beta.kubernetes.io/azure-deny-all-except-load-balancer-source-ranges",
+}
+
 // podRefusal says why pod-based load balancing refuses the Service
 // (container-load-balancer.md, Which Services are refused), or "".
 func podRefusal(svc *v1.Service) string {
@@ -39,6 +46,17 @@ func podRefusal(svc *v1.Service) string {
 	}
 	if svc.Spec.LoadBalancerIP != "" {
 		return "spec.loadBalancerIP is not supported"
+	}
+	// A source restriction: refused, and its pods must be out of the
+	// gateway (fail closed), which checkAddresses judges: a refused
+	// Service's addresses are not wanted.
+	if len(svc.Spec.LoadBalancerSourceRanges) > 0 {
+		return "spec.loadBalancerSourceRanges is not supported; its pods must not be in the gateway"
+	}
+	for _, k := range podAccessAnnotations {
+		if _, ok := svc.Annotations[k]; ok {
+			return k + " is not supported; its pods must not be in the gateway"
+		}
 	}
 	if len(svc.Spec.IPFamilies) > 1 {
 		return "dual-stack is not supported"
