@@ -50,8 +50,12 @@ func TestAdmit(t *testing.T) {
 			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "b", Port: 81, TargetPort: intstr.FromInt32(8080), Protocol: v1.ProtocolTCP})
 		}, ReasonBackendPortCollision, "spec.ports[0] and spec.ports[1]"},
 		{"source ranges", func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"} }, ReasonUnsupportedAccessControl, "spec.loadBalancerSourceRanges"},
-		{"allowed IP ranges", func(s *v1.Service) { s.Annotations = map[string]string{annotations.KeyAllowedIPRanges: "203.0.113.0/24"} }, ReasonUnsupportedAccessControl, annotations.KeyAllowedIPRanges},
-		{"allowed service tags", func(s *v1.Service) { s.Annotations = map[string]string{annotations.KeyAllowedServiceTags: "AzureFrontDoor.Backend"} }, ReasonUnsupportedAccessControl, annotations.KeyAllowedServiceTags},
+		{"allowed IP ranges", func(s *v1.Service) {
+			s.Annotations = map[string]string{annotations.KeyAllowedIPRanges: "203.0.113.0/24"}
+		}, ReasonUnsupportedAccessControl, annotations.KeyAllowedIPRanges},
+		{"allowed service tags", func(s *v1.Service) {
+			s.Annotations = map[string]string{annotations.KeyAllowedServiceTags: "AzureFrontDoor.Backend"}
+		}, ReasonUnsupportedAccessControl, annotations.KeyAllowedServiceTags},
 		{"deny all, even empty", func(s *v1.Service) { s.Annotations = map[string]string{annotations.KeyDenyAllExceptRanges: ""} }, ReasonUnsupportedAccessControl, annotations.KeyDenyAllExceptRanges},
 		{"frontend port 65535", func(s *v1.Service) { s.Spec.Ports[0].Port = 65535 }, ReasonUnsupportedPort, "spec.ports[0]"},
 	}
