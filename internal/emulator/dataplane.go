@@ -94,6 +94,7 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 		}
 	}
 	ix := e.securityIndex(now)
+	pods := e.gatewayMembers(now, ix)
 	for _, s := range e.subs {
 		for _, g := range s.groups {
 			if g.goneAt(now) {
@@ -108,7 +109,7 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 					soonest(en.cur.op) // a load balancer, NSG, vnet or NIC going away
 				}
 				if strings.EqualFold(en.kind.typ, "loadBalancers") {
-					cfg.Rules = append(cfg.Rules, e.lbRules(en.cur.doc, now, ix)...)
+					cfg.Rules = append(cfg.Rules, e.lbRules(en.cur.doc, now, ix, pods)...)
 				}
 			}
 		}
@@ -117,8 +118,9 @@ func (e *Emulator) dataPlaneConfig() (dataplane.Config, time.Time) {
 	return cfg, next
 }
 
-// lbRules translates one load balancer document (state lock held).
-func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex) []dataplane.Rule {
+// lbRules translates one load balancer document (state lock held); pods
+// are the members service gateways register, by pool (gatewayMembers).
+func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex, pods map[string][]dataplane.Member) []dataplane.Rule {
 	props := propsOf(doc)
 	sku := ""
 	if s, ok := doc["sku"].(obj); ok {
@@ -157,6 +159,7 @@ func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex) []dataplane.Rul
 				AdminState: dataplane.AdminState(stringOf(ap["adminState"])),
 				Security:   ix.memberSecurity(vnet, subnet, ip, open)})
 		}
+		p.members = append(p.members, pods[strings.ToLower(id)]...)
 		pools[strings.ToLower(id)] = p
 	}
 	probes := map[string]*dataplane.Probe{}

@@ -63,6 +63,9 @@ func New(opts Options) *Emulator {
 		if n := e.opts.ServiceGatewayPageSize; n < 1 || n > 100000 {
 			e.opts.ServiceGatewayPageSize = DefaultSGWPageSize
 		}
+		if (Options{PodLoopback: e.opts.PodLoopback}).withDefaults().validate() != nil {
+			e.opts.PodLoopback = PrefixMap{} // maps nothing
+		}
 	}
 	e.v4 = netip.MustParsePrefix(e.opts.PublicIPv4CIDR).Masked()
 	e.v6 = netip.MustParsePrefix(e.opts.PublicIPv6CIDR).Masked()

@@ -110,6 +110,32 @@ type Options struct {
 	// updateServices may hold; a longer one is refused whole (400
 	// TooManyServicesInRequest). 0 means no maximum (NRP documents none).
 	ServiceGatewayMaxServicesPerUpdate int
+	// PodLoopback maps the addresses of pods the service gateway holds
+	// onto loopback for the data plane. Kubernetes refuses loopback
+	// addresses in EndpointSlices, so pods keep addresses of a pod network
+	// (From); the data plane connects to the pod at From's i-th address on
+	// To's i-th address (To inside 127.0.0.0/8, the same size). Security
+	// groups and the flow hash still see the pod's own address. The zero
+	// value maps nothing: only pods on loopback are reached.
+	PodLoopback PrefixMap
+}
+
+// PrefixMap maps the addresses of From onto To, offset for offset.
+type PrefixMap struct{ From, To netip.Prefix }
+
+// Map returns a's address in To, or false when a is outside From (or the
+// two are not of one family).
+func (m PrefixMap) Map(a netip.Addr) (netip.Addr, bool) {
+	if !m.From.IsValid() || !m.To.IsValid() || !m.From.Contains(a) || m.From.Addr().BitLen() != m.To.Addr().BitLen() {
+		return netip.Addr{}, false
+	}
+	from, to := m.From.Masked().Addr().AsSlice(), m.To.Masked().Addr().AsSlice()
+	b := a.AsSlice()
+	for i := range b {
+		b[i] = to[i] | (b[i] ^ from[i])
+	}
+	out, _ := netip.AddrFromSlice(b)
+	return out, true
 }
 
 // withDefaults fills empty fields.
@@ -177,6 +203,12 @@ func (o Options) validate() error {
 	}
 	if err := o.validateServiceGateway(); err != nil {
 		return err
+	}
+	if m := o.PodLoopback; m != (PrefixMap{}) {
+		if !m.From.IsValid() || !m.To.IsValid() || !m.From.Addr().Is4() || !m.To.Addr().IsLoopback() || !m.To.Addr().Is4() ||
+			m.From.Bits() != m.To.Bits() || m.To.Bits() < 8 {
+			return fmt.Errorf("emulator: PodLoopback %s -> %s must map an IPv4 prefix onto one of the same size inside 127.0.0.0/8", m.From, m.To)
+		}
 	}
 	if err := o.validateTags(); err != nil {
 		return err

@@ -293,9 +293,11 @@ func poolEntries(p *armnetwork.BackendAddressPool) []string {
 // EndpointSlice controller writes it while pods start and terminate.
 type rolloutSlice struct {
 	ns, name, svc string
-	mu            sync.Mutex
-	pods          []string // in creation order
-	eps           map[string]discoveryv1.Endpoint
+	// addr gives a pod's address (default: 10.244.8.<creation order>).
+	addr func(pod string) string
+	mu   sync.Mutex
+	pods []string // in creation order
+	eps  map[string]discoveryv1.Endpoint
 }
 
 // add records a pod's endpoint (not written yet).
@@ -306,7 +308,11 @@ func (s *rolloutSlice) add(pod, node, state string) {
 	if _, ok := s.eps[pod]; !ok {
 		s.pods = append(s.pods, pod)
 	}
-	s.eps[pod] = discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.244.8.%d", len(s.pods))},
+	a := fmt.Sprintf("10.244.8.%d", slices.Index(s.pods, pod)+1)
+	if s.addr != nil {
+		a = s.addr(pod)
+	}
+	s.eps[pod] = discoveryv1.Endpoint{Addresses: []string{a},
 		NodeName: ptr.To(node), TargetRef: &v1.ObjectReference{Kind: "Pod", Namespace: s.ns, Name: pod},
 		Conditions: rolloutConditions(state)}
 }
@@ -317,6 +323,8 @@ func rolloutConditions(state string) discoveryv1.EndpointConditions {
 		return discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
 	case "serving-terminating":
 		return discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}
+	case "terminating": // no longer serving: its readiness probe failed
+		return discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(true)}
 	default: // not-ready
 		return discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)}
 	}

@@ -100,12 +100,24 @@ type Member struct {
 	// Pool is the backend pool's ARM id, Name the entry's name.
 	Pool, Name string
 	Addr       netip.Addr
+	// Dial, when valid, is the loopback address the data plane connects
+	// to and probes for this member instead of Addr (a pod address mapped
+	// onto loopback); Addr stays what security groups and hashing see.
+	Dial       netip.Addr
 	AdminState AdminState
 	// Security is what guards the member's inbound traffic (flows and
 	// probes): the network security groups of its subnet and NIC. nil
 	// lets nothing through (a Standard load balancer's member without
 	// any); OpenSecurity() lets everything through.
 	Security *Security
+}
+
+// dialAddr is the address the data plane connects to.
+func (m Member) dialAddr() netip.Addr {
+	if m.Dial.IsValid() {
+		return m.Dial
+	}
+	return m.Addr
 }
 
 // Probe is a health probe.

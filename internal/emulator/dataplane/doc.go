@@ -47,6 +47,9 @@
 //     flows reset after the pool's drain period. A flow idle for the rule's
 //     idle timeout is reset at both ends when TCP reset is on, otherwise
 //     silently dropped (nothing is relayed any more).
+//   - A member is connected to (and probed) at its Dial address when set
+//     (a pod address the emulator maps onto loopback), else at Addr;
+//     security groups and hashing always see Addr.
 //   - It only ever connects to loopback addresses and only listens on
 //     them (Loopback: 127.0.0.0/8; ::1 and IPv6 prefixes the machine
 //     routes to its loopback device, bound with FreeBind): members

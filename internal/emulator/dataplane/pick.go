@@ -19,7 +19,7 @@ type memberRT struct {
 // whether the rule has a probe). Azure applies admin states only on rules
 // with a probe; without one every member takes new flows.
 func (m *memberRT) eligible(probed bool) bool {
-	if !reachable(m.Addr) {
+	if !reachable(m.dialAddr()) {
 		return false
 	}
 	if !probed {
@@ -58,7 +58,7 @@ func pick(members []memberRT, probed, allProbedUp bool, dist Distribution, proto
 	}
 	if best < 0 && probed && allProbedUp {
 		for i := range members {
-			if reachable(members[i].Addr) && members[i].AdminState != AdminDown {
+			if reachable(members[i].dialAddr()) && members[i].AdminState != AdminDown {
 				consider(i)
 			}
 		}

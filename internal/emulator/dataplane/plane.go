@@ -223,8 +223,8 @@ func (p *Plane) Apply(cfg Config) {
 		if reason == "" && r.Probe != nil {
 			for _, m := range r.Members {
 				k := healthKey{strings.ToLower(r.Probe.ID), m.Addr}
-				if _, dup := want[k]; !dup && reachable(m.Addr) {
-					want[k] = probeWant{probe: *r.Probe, sec: m.Security}
+				if _, dup := want[k]; !dup && reachable(m.dialAddr()) {
+					want[k] = probeWant{probe: *r.Probe, sec: m.Security, dial: m.dialAddr()}
 				}
 			}
 		}
@@ -249,6 +249,7 @@ func (p *Plane) Apply(cfg Config) {
 type probeWant struct {
 	probe Probe
 	sec   *Security
+	dial  netip.Addr // where the member is reached (Member.Dial)
 }
 
 // setRule installs r as rs's configuration: its listener follows the
@@ -399,7 +400,7 @@ func (p *Plane) syncTargets(want map[healthKey]probeWant) {
 		if _, ok := p.targets[k]; ok {
 			continue
 		}
-		t := &target{key: k, probe: w.probe, sec: w.sec}
+		t := &target{key: k, dial: w.dial, probe: w.probe, sec: w.sec}
 		p.targets[k] = t
 		p.prober.start(t)
 	}
@@ -491,7 +492,7 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	// cannot keep the client's, and this tells a member serving several
 	// frontends on one port (floating IP) which one the flow came through.
 	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}, Control: FreeBind}
-	bc, err := d.Dial(network(ProtocolTCP, m.Addr), netip.AddrPortFrom(m.Addr, cfg.BackendPort).String())
+	bc, err := d.Dial(network(ProtocolTCP, m.dialAddr()), netip.AddrPortFrom(m.dialAddr(), cfg.BackendPort).String())
 	if err == nil && cfg.ProxyProtocol {
 		if _, err = bc.Write(ProxyV2Header(src, dst, cfg.LinkID)); err != nil {
 			resetConn(bc)

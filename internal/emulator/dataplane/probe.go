@@ -28,7 +28,8 @@ type healthKey struct {
 // outlives configuration changes of the probe (interval, threshold): only
 // the probing loop restarts.
 type target struct {
-	key healthKey
+	key  healthKey
+	dial netip.Addr // where the member is reached (Member.Dial; fixed for its address)
 
 	mu        sync.Mutex
 	probe     Probe
@@ -168,7 +169,7 @@ func (p *prober) guarded(ctx context.Context, t *target, pr Probe) (down bool, e
 			return false, fmt.Errorf("%w: %s", ErrProbeDenied, v)
 		}
 	}
-	return p.once(ctx, pr, t.key.addr)
+	return p.once(ctx, pr, t.dial)
 }
 
 // errNotOK is an HTTP probe answered with a status other than 200.

@@ -106,7 +106,7 @@ func (s *udpServer) flowFor(client netip.AddrPort) *udpFlow {
 		return nil
 	}
 	d := net.Dialer{LocalAddr: &net.UDPAddr{IP: cfg.Frontend.Addr().AsSlice()}, Control: FreeBind}
-	c, err := d.Dial(network(ProtocolUDP, m.Addr), netip.AddrPortFrom(m.Addr, cfg.BackendPort).String())
+	c, err := d.Dial(network(ProtocolUDP, m.dialAddr()), netip.AddrPortFrom(m.dialAddr(), cfg.BackendPort).String())
 	if err != nil {
 		rs.counters.backendFailures.Add(1)
 		return nil
