@@ -141,8 +141,9 @@ func (e *Controller) processNextRegistrations(ctx context.Context) bool {
 }
 
 // nextRegistrations takes the next batch to send: up to the batch size,
-// once the batch is full, no other Service operation is running or queued
-// (none could join it), or its oldest entry has waited registrationDelay.
+// once the batch is full, no other Service operation is running, queued or
+// waiting for the address updater to drain it (none could join it), or its
+// oldest entry has waited registrationDelay.
 // Otherwise it schedules another look and returns nothing.
 func (e *Controller) nextRegistrations() []regEntry {
 	e.mu.Lock()
@@ -151,7 +152,8 @@ func (e *Controller) nextRegistrations() []regEntry {
 	if n == 0 {
 		return nil
 	}
-	if n < e.regBatch && (e.svcQueue.Len() > 0 || e.svcBusy.Load() > 0 || e.egQueue.Len() > 0 || e.egBusy.Load() > 0) {
+	if n < e.regBatch && (e.svcQueue.Len() > 0 || e.svcBusy.Load() > 0 || e.egQueue.Len() > 0 || e.egBusy.Load() > 0 ||
+		e.deletionWaitsLocked()) {
 		if wait := e.regPending[0].at.Add(registrationDelay).Sub(e.clock.Now()); wait > 0 {
 			e.regQueue.AddAfter(registrationsKey, wait)
 			return nil
