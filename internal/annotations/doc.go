@@ -1,6 +1,6 @@
 // Package annotations turns the service.beta.kubernetes.io/ annotations of
-// a LoadBalancer Service into a validated, typed ServiceSpec. It is pure: no
-// ARM calls, no Kubernetes client.
+// a LoadBalancer Service into a validated, typed ServiceSpec. It makes no
+// ARM calls and uses no Kubernetes client.
 //
 // Contract:
 //
@@ -36,6 +36,9 @@
 //     Services, Http on spec.healthCheckNodePort at /healthz. UDP and SCTP
 //     ports of ExternalTrafficPolicy=Cluster Services get no probe unless
 //     their per-port probe protocol or port annotation asks for one.
+//   - Reported remembers which unsupported keys each Service was told
+//     about (an UnsupportedAnnotation event once per generation and set of
+//     keys), bounded; the only state in the package.
 //
 // Values are not secrets; errors quote them.
 package annotations

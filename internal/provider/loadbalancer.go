@@ -177,7 +177,7 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 		return err
 	}
 	p.state.RemoveService(base)
-	p.unsupported.forget(svc.UID)
+	p.unsupported.Forget(svc.UID)
 	return nil
 }
 

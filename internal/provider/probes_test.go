@@ -9,7 +9,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/annotations"
@@ -344,7 +343,7 @@ func TestUnsupportedAnnotationsAreAWarningEventOnce(t *testing.T) {
 	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", fewer); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.p.unsupported.size(); n != 0 {
+	if n := h.p.unsupported.Len(); n != 0 {
 		t.Fatalf("%d Services remembered after the delete, want 0", n)
 	}
 	ensure(fewer) // made a LoadBalancer again: told again
@@ -355,32 +354,8 @@ func TestUnsupportedAnnotationsAreAWarningEventOnce(t *testing.T) {
 	clean := fewer.DeepCopy()
 	clean.Annotations = nil
 	ensure(clean)
-	if n := count(); n != 4 || h.p.unsupported.size() != 0 {
-		t.Fatalf("%d events, %d remembered for a Service without unsupported keys; want 4, 0", n, h.p.unsupported.size())
-	}
-}
-
-func TestReportedAnnotationsIsBounded(t *testing.T) {
-	r := newReportedAnnotations(3)
-	svc := func(i int) *v1.Service {
-		s := testService(fmt.Sprint("s", i), fmt.Sprint("uid-", i), nil, 80)
-		s.UID = types.UID(fmt.Sprint("uid-", i))
-		return s
-	}
-	keys := []string{annotations.Prefix + "azure-x"}
-	for i := range 5 {
-		if !r.shouldReport(svc(i), keys) {
-			t.Fatalf("service %d not reported the first time", i)
-		}
-	}
-	if n := r.size(); n != 3 {
-		t.Fatalf("size %d, want the bound 3", n)
-	}
-	if r.shouldReport(svc(4), keys) || r.shouldReport(svc(2), keys) {
-		t.Error("a recently reported Service was reported again")
-	}
-	if !r.shouldReport(svc(0), keys) {
-		t.Error("the oldest Service was not evicted")
+	if n := count(); n != 4 || h.p.unsupported.Len() != 0 {
+		t.Fatalf("%d events, %d remembered for a Service without unsupported keys; want 4, 0", n, h.p.unsupported.Len())
 	}
 }
 

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/compute"
@@ -127,7 +126,7 @@ type Provider struct {
 	migrateMu sync.Mutex
 	migrated  bool
 
-	unsupported *reportedAnnotations // which Services were told about their unsupported annotations
+	unsupported *annotations.Reported // which Services were told about their unsupported annotations
 
 	tags config.ResourceTags // azure.json tags, tagsMap, systemTags
 	arm  armReader           // region zones and public IP prefixes
@@ -166,7 +165,7 @@ func New(opts Options) (*Provider, error) {
 		state:    placement.NewState(),
 		inflight: placement.NewInFlight(),
 
-		unsupported: newReportedAnnotations(maxReportedServices),
+		unsupported: annotations.NewReported(annotations.MaxReported),
 		tags:        cfg.ResourceTags(),
 
 		namespaces:   opts.Namespaces,
@@ -256,86 +255,10 @@ func (p *Provider) namespaceLabels(_ context.Context, name string) (map[string]s
 	return ns.Labels, nil
 }
 
-// maxReportedServices bounds how many Services the unsupported-annotation
-// memory holds; past it the least recently reported one is forgotten (at
-// worst it is told again).
-const maxReportedServices = 10000
-
-// reportedAnnotations remembers, per Service UID, the generation and the
-// unsupported annotation keys last reported in an UnsupportedAnnotation
-// event, so a resync does not repeat the event. It is bounded (least
-// recently reported first out) and safe for concurrent use.
-type reportedAnnotations struct {
-	mu      sync.Mutex
-	max     int
-	entries map[types.UID]*list.Element // of *reportedEntry
-	order   *list.List                  // front: most recently reported
-}
-
-type reportedEntry struct {
-	uid        types.UID
-	generation int64
-	keys       string
-}
-
-func newReportedAnnotations(maxEntries int) *reportedAnnotations {
-	return &reportedAnnotations{max: maxEntries, entries: map[types.UID]*list.Element{}, order: list.New()}
-}
-
-// shouldReport reports whether the Service's unsupported keys (sorted) are
-// news: not reported yet for this generation of the Service, or not this
-// set of keys. It records them as reported. No keys: nothing to report, and
-// the Service is forgotten, so keys added later are reported.
-func (r *reportedAnnotations) shouldReport(svc *v1.Service, keys []string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(keys) == 0 {
-		r.forgetLocked(svc.UID)
-		return false
-	}
-	joined := strings.Join(keys, "\n")
-	if el, ok := r.entries[svc.UID]; ok {
-		e := el.Value.(*reportedEntry)
-		if e.generation == svc.Generation && e.keys == joined {
-			return false
-		}
-		e.generation, e.keys = svc.Generation, joined
-		r.order.MoveToFront(el)
-		return true
-	}
-	r.entries[svc.UID] = r.order.PushFront(&reportedEntry{uid: svc.UID, generation: svc.Generation, keys: joined})
-	for r.max > 0 && r.order.Len() > r.max {
-		oldest := r.order.Back()
-		r.order.Remove(oldest)
-		delete(r.entries, oldest.Value.(*reportedEntry).uid)
-	}
-	return true
-}
-
-// forget drops what was reported for a Service (it was deleted).
-func (r *reportedAnnotations) forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.forgetLocked(uid)
-}
-
-func (r *reportedAnnotations) forgetLocked(uid types.UID) {
-	if el, ok := r.entries[uid]; ok {
-		r.order.Remove(el)
-		delete(r.entries, uid)
-	}
-}
-
-func (r *reportedAnnotations) size() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.order.Len()
-}
-
 // reportUnsupported records a Warning event naming the annotations azlb
 // does not implement, once per generation of the Service and set of keys.
 func (p *Provider) reportUnsupported(svc *v1.Service, keys []string) {
-	if !p.unsupported.shouldReport(svc, keys) {
+	if !p.unsupported.ShouldReport(svc, keys) {
 		return
 	}
 	p.warn(svc, EventReasonUnsupportedAnnotation,
