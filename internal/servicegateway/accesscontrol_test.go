@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azlb/azlb/internal/annotations"
 )
 
 // A provisioned Service that asks for a source restriction (which azlb
@@ -64,4 +66,45 @@ func (h *harness) setSourceRanges(svc *v1.Service, ranges []string) {
 	if _, err := h.cs.CoreV1().Services(svc.Namespace).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// Annotations pod-based load balancing does not implement are named in one
+// UnsupportedAnnotation Warning per generation and set of keys; the
+// Service is provisioned without them. Values that ask for what it always
+// does are not reported.
+func TestUnsupportedAnnotationsAreReported(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	svc := h.service("default", "web", func(s *v1.Service) {
+		s.Annotations = map[string]string{
+			annotations.KeyDNSLabelName:                                "shop",
+			annotations.KeyPIPName:                                     "my-ip",
+			annotations.KeyDisableFloatingIP:                           "true",
+			annotations.KeyDisableTCPReset:                             "false",
+			annotations.KeyTCPIdleTimeout:                              "10",
+			annotations.KeyDisableNSGRule:                              "true",
+			"service.beta.kubernetes.io/other":                         "not an Azure load balancer key",
+			"service.beta.kubernetes.io/port_80_health-probe_protocol": "http",
+		}
+	})
+	for range 2 {
+		if err := h.ensure(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := h.events.Find("default/web", ReasonUnsupportedAnnotation)
+	if len(evs) != 1 || evs[0].Type != v1.EventTypeWarning {
+		t.Fatalf("events %v, want one UnsupportedAnnotation warning", h.events.All())
+	}
+	for _, k := range []string{annotations.KeyDNSLabelName, annotations.KeyPIPName, "port_80_health-probe_protocol"} {
+		if !strings.Contains(evs[0].Message, k) {
+			t.Errorf("the warning %q does not name %s", evs[0].Message, k)
+		}
+	}
+	for _, k := range []string{annotations.KeyDisableFloatingIP, annotations.KeyDisableTCPReset, annotations.KeyTCPIdleTimeout, annotations.KeyDisableNSGRule, "/other"} {
+		if strings.Contains(evs[0].Message, k) {
+			t.Errorf("the warning %q names %s, which pod-based load balancing honours", evs[0].Message, k)
+		}
+	}
+	h.waitReady(svc)
 }

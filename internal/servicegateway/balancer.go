@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -105,6 +106,10 @@ func (b *Balancer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Ser
 		e.recorder.Eventf(svc, v1.EventTypeWarning, rej.reason, "%s", msg)
 		return nil, rej
 	}
+	if keys := unsupportedAnnotations(svc); e.told.ShouldReport(svc, keys) {
+		e.recorder.Eventf(svc, v1.EventTypeWarning, ReasonUnsupportedAnnotation,
+			"Annotations pod-based load balancing does not implement are ignored: %s (see docs/container-load-balancer.md)", strings.Join(keys, ", "))
+	}
 	e.want(ctx, svc, spec)
 	return status, nil
 }
@@ -186,6 +191,7 @@ func (b *Balancer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc 
 	if svc == nil || svc.UID == "" {
 		return nil
 	}
+	e.told.Forget(svc.UID)
 	e.unwant(svc)
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/health"
@@ -154,18 +155,21 @@ type svcState struct {
 // keeps the gateway's address locations equal to the Services' ready
 // endpoints. See the package documentation.
 type Controller struct {
-	cfg       *config.Config
-	store     *lbstore.Store
-	pips      azure.PublicIPClient
-	gw        azure.ServiceGatewayClient
-	client    kubernetes.Interface
-	services  corelisters.ServiceLister
-	slices    discoverylisters.EndpointSliceLister
-	bySvc     sliceSource
-	nodes     corelisters.NodeLister
-	pods      corelisters.PodLister
-	nats      azure.NatGatewayClient
-	recorder  record.EventRecorder
+	cfg      *config.Config
+	store    *lbstore.Store
+	pips     azure.PublicIPClient
+	gw       azure.ServiceGatewayClient
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+	bySvc    sliceSource
+	nodes    corelisters.NodeLister
+	pods     corelisters.PodLister
+	nats     azure.NatGatewayClient
+	recorder record.EventRecorder
+	// told remembers the annotations each Service was told pod-based load
+	// balancing ignores (UnsupportedAnnotation).
+	told      *annotations.Reported
 	clock     clock.WithTicker
 	opTimeout time.Duration
 	resync    time.Duration
@@ -245,6 +249,7 @@ func NewController(o Options) (*Controller, error) {
 		slices:      o.EndpointSlices.Lister(),
 		nodes:       o.Nodes.Lister(),
 		recorder:    rec,
+		told:        annotations.NewReported(annotations.MaxReported),
 		clock:       clk,
 		opTimeout:   o.OpTimeout,
 		resync:      o.Resync,

@@ -26,6 +26,9 @@ const (
 	ReasonBackendPortCollision      = "UnsupportedBackendPortCollision"
 	ReasonUnsupportedPort           = "UnsupportedPort"
 	ReasonUnsupportedAccessControl  = "UnsupportedAccessControl"
+	// ReasonUnsupportedAnnotation warns of annotations pod-based load
+	// balancing ignores (the Service is provisioned without them).
+	ReasonUnsupportedAnnotation = "UnsupportedAnnotation"
 )
 
 // Idle timeout bounds of pod-based load balancing rules, in minutes.
@@ -67,6 +70,38 @@ func (r *rejection) Error() string { return r.reason + ": " + r.message }
 
 func reject(reason, format string, args ...any) *rejection {
 	return &rejection{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// unsupportedAnnotations lists, sorted, the Azure load balancer annotations
+// (azure-*, port_*) of the Service that pod-based load balancing does not
+// interpret: everything but the idle timeout, the keys admit refuses, and
+// values that ask for what it always does (floating IP off, TCP reset on,
+// no security rule).
+func unsupportedAnnotations(svc *v1.Service) []string {
+	var out []string
+	for k, v := range svc.Annotations {
+		name, ok := strings.CutPrefix(k, annotations.Prefix)
+		if !ok || (!strings.HasPrefix(name, "azure-") && !strings.HasPrefix(name, "port_")) {
+			continue
+		}
+		v = strings.ToLower(strings.TrimSpace(v))
+		switch k {
+		case annotations.KeyInternal, annotations.KeyTCPIdleTimeout, annotations.KeyDisableNSGRule,
+			annotations.KeyAllowedIPRanges, annotations.KeyAllowedServiceTags, annotations.KeyDenyAllExceptRanges:
+			continue
+		case annotations.KeyDisableFloatingIP:
+			if v == "true" {
+				continue
+			}
+		case annotations.KeyDisableTCPReset:
+			if v == "false" {
+				continue
+			}
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // admit checks a LoadBalancer Service against what pod-based load
