@@ -97,7 +97,7 @@ func initCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) cloud
 	}
 	if le := c.ComponentConfig.Generic.LeaderElection; le.LeaderElect {
 		// Only the replica holding a fresh lease writes to Azure.
-		client, err := kubernetes.NewForConfig(restclient.AddUserAgent(c.Kubeconfig, "azlb-leader-fence"))
+		client, err := kubernetes.NewForConfig(restclient.AddUserAgent(restclient.CopyConfig(c.Kubeconfig), "azlb-leader-fence"))
 		if err != nil {
 			klog.Fatalf("Leader fence client: %v", err)
 		}
@@ -107,6 +107,9 @@ func initCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) cloud
 			klog.Fatalf("Leader fence: %v", err)
 		}
 		az.UseWriteFence(fence)
+		// And to Kubernetes: every client the controllers build from here
+		// on copies this configuration (leases and events pass).
+		c.Kubeconfig.Wrap(fence.KubeWrites)
 	}
 	if !flags.class.IsDefault() {
 		if az.Config.PodIPMode() {

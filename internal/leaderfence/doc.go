@@ -29,6 +29,8 @@
 //     for concurrent use.
 //
 // The controller manager installs Allow as the write fence of every ARM
-// client (azure.Clients.SetWriteFence) when leader election is on.
+// client (azure.Clients.SetWriteFence) and, through KubeWrites, on its
+// Kubernetes clients' transport (leases and events pass) when leader
+// election is on.
 // Operator documentation: docs/reliability.md.
 package leaderfence
