@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -138,63 +137,31 @@ func podRollout(t *testing.T, readinessFirst bool) {
 	for _, a := range []string{"a1", "a2", "a3"} {
 		old[a] = openSessions(t, frontend, a, 3)
 	}
-	var (
-		mu          sync.Mutex
-		timers      []*time.Timer
-		gateWaits   []time.Duration
-		rolloutDone time.Time
-	)
-	done := make(chan struct{})
-	rep := testutil.RunCutover(t, testutil.CutoverScenario{Name: "pod-rolling-update", Taint: true}, testutil.Cutover{
-		Frontend: frontend, Node: "a3", Quiet: 2 * time.Second, MaxAfter: 60 * time.Second,
-		Taint: func(context.Context) error { // the rollout starts
-			go func() {
-				defer close(done)
-				var wg sync.WaitGroup
-				for i, node := range []string{nodes[1], nodes[2], nodes[0]} {
-					b, a := fmt.Sprintf("b%d", i+1), fmt.Sprintf("a%d", i+1)
-					serve(b) // the kubelet starts its container
-					pods.create(b, node, podAddr(b), false)
-					es.set(t, b, node, "not-ready")
-					gateWaits = append(gateWaits, pods.waitGate(b)) // the rollout waits for the new pod to be Ready
-					pods.setReady(b)
-					es.set(t, b, node, "ready")
-					es.set(t, a, nodes[i], "serving-terminating")
-					mu.Lock()
-					timers = append(timers, time.AfterFunc(rolloutSessionEnd, old[a].finish))
-					mu.Unlock()
-					srv := servers[a]
-					wg.Go(func() {
-						if readinessFirst {
-							time.Sleep(rolloutGrace - 500*time.Millisecond) // the schedule: the pod stops accepting
-							es.set(t, a, nodes[i], "terminating")
-							time.Sleep(500 * time.Millisecond) // the schedule: it exits
-						} else {
-							time.Sleep(rolloutGrace) // the schedule: it exits
-						}
-						srv.Stop()
-						es.remove(t, a)
-					})
-				}
-				wg.Wait()
-				mu.Lock()
-				rolloutDone = time.Now()
-				mu.Unlock()
-			}()
-			return nil
-		},
-		Stop: func() { <-done }, // the measurement goes on until the last old pod is gone
+	var gateWaits []time.Duration
+	rep, resets, took := playRollout(t, "pod-rolling-update", frontend, "a3", 60*time.Second, old, len(nodes), func(i int, p *rolloutPlay) {
+		node := []string{nodes[1], nodes[2], nodes[0]}[i]
+		b, a := fmt.Sprintf("b%d", i+1), fmt.Sprintf("a%d", i+1)
+		serve(b) // the kubelet starts its container
+		pods.create(b, node, podAddr(b), false)
+		es.set(t, b, node, "not-ready")
+		gateWaits = append(gateWaits, pods.waitGate(b)) // the rollout waits for the new pod to be Ready
+		pods.setReady(b)
+		es.set(t, b, node, "ready")
+		es.set(t, a, nodes[i], "serving-terminating")
+		p.endSessions(old[a])
+		srv := servers[a]
+		p.later(func() {
+			if readinessFirst {
+				time.Sleep(rolloutGrace - 500*time.Millisecond) // the schedule: the pod stops accepting
+				es.set(t, a, nodes[i], "terminating")
+				time.Sleep(500 * time.Millisecond) // the schedule: it exits
+			} else {
+				time.Sleep(rolloutGrace) // the schedule: it exits
+			}
+			srv.Stop()
+			es.remove(t, a)
+		})
 	})
-	resets := 0
-	for _, a := range []string{"a1", "a2", "a3"} {
-		resets += old[a].wait()
-	}
-	mu.Lock()
-	for _, tm := range timers {
-		tm.Stop()
-	}
-	took := rolloutDone.Sub(rep.Event)
-	mu.Unlock()
 	served := map[string]int{}
 	for _, r := range rep.Results {
 		if !r.Start.Before(rep.Event) && r.Err == nil {

@@ -102,49 +102,20 @@ func TestLocalServiceRollingUpdate(t *testing.T) {
 
 	watch := c.watchPool(t, pool)
 	old := map[string]*sessions{n1: openSessions(t, frontend, n1, 3), n2: openSessions(t, frontend, n2, 3), n3: openSessions(t, frontend, n3, 3)}
-	var rolloutDone time.Time
-	done := make(chan struct{})
-	var timers []*time.Timer
-	var mu sync.Mutex
-	rep := testutil.RunCutover(t, testutil.CutoverScenario{Name: "rolling-update", Taint: true}, testutil.Cutover{
-		Frontend: frontend, Node: n3, Quiet: 2 * time.Second, MaxAfter: 30 * time.Second,
-		Taint: func(context.Context) error { // the rollout starts
-			go func() {
-				defer close(done)
-				var wg sync.WaitGroup
-				for i, step := range []struct{ newNode, oldNode string }{{n4, n1}, {n1, n2}, {n2, n3}} {
-					b, a := fmt.Sprintf("b%d", i+1), fmt.Sprintf("a%d", i+1)
-					es.set(t, b, step.newNode, "not-ready")
-					time.Sleep(rolloutStartup) // the rollout's schedule: the new pod starts
-					es.set(t, b, step.newNode, "ready")
-					es.set(t, a, step.oldNode, "serving-terminating")
-					mu.Lock()
-					timers = append(timers, time.AfterFunc(rolloutSessionEnd, old[step.oldNode].finish))
-					mu.Unlock()
-					wg.Go(func() {
-						time.Sleep(rolloutGrace) // the schedule: the old pod's graceful shutdown
-						es.remove(t, a)
-					})
-				}
-				wg.Wait()
-				mu.Lock()
-				rolloutDone = time.Now()
-				mu.Unlock()
-			}()
-			return nil
-		},
-		Stop: func() { <-done }, // the measurement goes on until the last old pod is gone
+	steps := []struct{ newNode, oldNode string }{{n4, n1}, {n1, n2}, {n2, n3}}
+	rep, resets, took := playRollout(t, "rolling-update", frontend, n3, 30*time.Second, old, len(steps), func(i int, p *rolloutPlay) {
+		step := steps[i]
+		b, a := fmt.Sprintf("b%d", i+1), fmt.Sprintf("a%d", i+1)
+		es.set(t, b, step.newNode, "not-ready")
+		time.Sleep(rolloutStartup) // the rollout's schedule: the new pod starts
+		es.set(t, b, step.newNode, "ready")
+		es.set(t, a, step.oldNode, "serving-terminating")
+		p.endSessions(old[step.oldNode])
+		p.later(func() {
+			time.Sleep(rolloutGrace) // the schedule: the old pod's graceful shutdown
+			es.remove(t, a)
+		})
 	})
-	resets := 0
-	for _, n := range []string{n1, n2, n3} {
-		resets += old[n].wait()
-	}
-	mu.Lock()
-	for _, tm := range timers {
-		tm.Stop()
-	}
-	took := rolloutDone.Sub(rep.Event)
-	mu.Unlock()
 	final := []string{n1 + "/None", n2 + "/None", n4 + "/None"}
 	c.waitPool(t, pool, final...)
 	changes := watch.stop()
@@ -165,6 +136,65 @@ func TestLocalServiceRollingUpdate(t *testing.T) {
 	if rep.Failed != 0 || resets != 0 {
 		t.Errorf("the rolling update failed %d new connections and reset %d sessions; want 0 and 0", rep.Failed, resets)
 	}
+}
+
+// rolloutPlay is a rollout played in the background while RunCutover
+// measures: its steps run in order; a step can end an old pod's sessions
+// and schedule the old pod's end, which run beside the next steps.
+type rolloutPlay struct {
+	mu     sync.Mutex
+	timers []*time.Timer
+	wg     sync.WaitGroup
+}
+
+// endSessions finishes s rolloutSessionEnd from now (1 s before its pod is
+// gone).
+func (p *rolloutPlay) endSessions(s *sessions) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timers = append(p.timers, time.AfterFunc(rolloutSessionEnd, s.finish))
+}
+
+// later runs fn beside the next steps (an old pod's graceful shutdown).
+func (p *rolloutPlay) later(fn func()) { p.wg.Go(fn) }
+
+// playRollout opens new connections to frontend, plays steps 0 to n-1 of
+// the rollout once the load is steady, and measures until the last of them
+// and of what they scheduled has run; last names the backend that answers
+// last among the old ones (its timeline is the one to show). It returns
+// the report, how many of the old sessions were reset, and how long the
+// rollout took.
+func playRollout(t *testing.T, name string, frontend netip.AddrPort, last string, maxAfter time.Duration,
+	old map[string]*sessions, n int, step func(i int, p *rolloutPlay)) (testutil.CutoverReport, int, time.Duration) {
+	t.Helper()
+	p := &rolloutPlay{}
+	var finished time.Time
+	done := make(chan struct{})
+	rep := testutil.RunCutover(t, testutil.CutoverScenario{Name: name, Taint: true}, testutil.Cutover{
+		Frontend: frontend, Node: last, Quiet: 2 * time.Second, MaxAfter: maxAfter,
+		Taint: func(context.Context) error { // the rollout starts
+			go func() {
+				defer close(done)
+				for i := range n {
+					step(i, p)
+				}
+				p.wg.Wait()
+				finished = time.Now()
+			}()
+			return nil
+		},
+		Stop: func() { <-done }, // the measurement goes on until the last old pod is gone
+	})
+	resets := 0
+	for _, s := range old {
+		resets += s.wait()
+	}
+	p.mu.Lock()
+	for _, tm := range p.timers {
+		tm.Stop()
+	}
+	p.mu.Unlock()
+	return rep, resets, finished.Sub(rep.Event)
 }
 
 // rolloutCluster is startDataPlaneCluster's cluster with multiple Standard
