@@ -707,6 +707,14 @@ func normRule(ix lbIndex, id string, cp obj, path string) *armError {
 	if _, ok := cp["backendPort"]; !ok {
 		cp["backendPort"] = cp["frontendPort"]
 	}
+	// Port 0 is "Any Port", the HA ports rule's (protocol All, both ports
+	// 0); what ARM does with it on a Tcp or Udp rule is not documented:
+	// refused, the strictest reading.
+	if p := stringOf(cp["protocol"]); !strings.EqualFold(p, "All") && (intOf(cp["frontendPort"]) == 0 || intOf(cp["backendPort"]) == 0) {
+		return nrpError(http.StatusBadRequest, "LoadBalancingRulePortZeroRequiresProtocolAll",
+			"Load balancing rule %s has protocol %s and frontendPort %v, backendPort %v: port 0 (Any Port) is only valid on a rule with protocol All.",
+			id, p, cp["frontendPort"], cp["backendPort"])
+	}
 	if _, err := enumProp(cp, "loadDistribution", path, "Default", "Default", "SourceIP", "SourceIPProtocol"); err != nil {
 		return err
 	}

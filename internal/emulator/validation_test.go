@@ -68,6 +68,8 @@ func TestLoadBalancerValidation(t *testing.T) {
 		{"rule to missing pool", strings.Replace(lbBody("lb2", "pip2", ""), lbID+"/backendAddressPools/pool\"", lbID+"/backendAddressPools/nope\"", 1), 400, "InvalidResourceReference"},
 		{"rule to other lb's frontend", strings.Replace(lbBody("lb2", "pip2", ""), lbID+"/frontendIPConfigurations/fe", netID("rg", "loadBalancers", "lb")+"/frontendIPConfigurations/fe", 1), 400, "InvalidResourceReference"},
 		{"rule port out of range", strings.Replace(lbBody("lb2", "pip2", ""), `"frontendPort":80`, `"frontendPort":70000`, 1), 400, "InvalidPortValue"},
+		{"Tcp rule to backend port 0", strings.Replace(lbBody("lb2", "pip2", ""), `"backendPort":80`, `"backendPort":0`, 1), 400, "LoadBalancingRulePortZeroRequiresProtocolAll"},
+		{"Tcp rule on frontend port 0", strings.Replace(lbBody("lb2", "pip2", ""), `"frontendPort":80`, `"frontendPort":0`, 1), 400, "LoadBalancingRulePortZeroRequiresProtocolAll"},
 		{"rule port not a number", strings.Replace(lbBody("lb2", "pip2", ""), `"frontendPort":80`, `"frontendPort":"eighty"`, 1), 400, "InvalidRequestFormat"},
 		{"rule bad protocol", strings.Replace(lbBody("lb2", "pip2", ""), `"protocol":"Tcp","frontendPort"`, `"protocol":"Sctp","frontendPort"`, 1), 400, "InvalidRequestFormat"},
 		{"probe http without path", strings.Replace(lbBody("lb2", "pip2", ""), `"protocol":"Tcp","port":80`, `"protocol":"Http","port":80`, 1), 400, "ProbeRequestPathRequired"},

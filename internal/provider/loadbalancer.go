@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/accesscontrol"
@@ -178,7 +179,31 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 	}
 	p.state.RemoveService(base)
 	p.unsupported.Forget(svc.UID)
+	p.unprobedTold.Forget(svc.UID)
+	p.affinityTold.Forget(svc.UID)
 	return nil
+}
+
+// serviceSpec parses the Service's annotations and checks what its spec
+// asks for: an invalid annotation or a rule without its node port refuses
+// it (a Warning event and an error); unsupported annotations and settings
+// Azure cannot apply are Warning events, once per generation.
+func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.ServiceSpec, []v1.IPFamily, error) {
+	spec, err := annotations.Parse(svc)
+	if err != nil {
+		p.warn(svc, EventReasonInvalidAnnotation, "Invalid load balancer annotations: %v", err)
+		return nil, nil, err
+	}
+	if len(spec.Unsupported) > 0 {
+		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
+	}
+	p.reportUnsupported(svc, spec.Unsupported)
+	families := serviceFamilies(svc)
+	if err := p.checkNodePorts(svc, spec, families, strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared")); err != nil {
+		return nil, nil, err
+	}
+	p.checkAffinityTimeout(svc)
+	return spec, families, nil
 }
 
 // reconcile is the full EnsureLoadBalancer path.
@@ -191,20 +216,14 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 	if err := p.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
-	spec, err := annotations.Parse(svc)
+	spec, families, err := p.serviceSpec(log, svc)
 	if err != nil {
-		p.warn(svc, EventReasonInvalidAnnotation, "Invalid load balancer annotations: %v", err)
 		return nil, err
 	}
-	if len(spec.Unsupported) > 0 {
-		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
-	}
-	p.reportUnsupported(svc, spec.Unsupported)
 	acc, err := p.accessOf(svc, spec)
 	if err != nil {
 		return nil, err
 	}
-	families := serviceFamilies(svc)
 	base := names.FrontendBase(svc)
 	// The Service's frontends as they are now, on any managed load balancer:
 	// public IPs it no longer uses after this reconcile (public -> internal,

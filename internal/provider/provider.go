@@ -126,7 +126,13 @@ type Provider struct {
 	migrateMu sync.Mutex
 	migrated  bool
 
-	unsupported *annotations.Reported // which Services were told about their unsupported annotations
+	unsupported *annotations.Reported
+	// unprobedTold: which Services were told about ports without a node
+	// port for their probe (NoHealthProbe).
+	unprobedTold *annotations.Reported
+	// affinityTold: which Services were told their ClientIP timeout is
+	// not applied.
+	affinityTold *annotations.Reported // which Services were told about their unsupported annotations
 
 	tags config.ResourceTags // azure.json tags, tagsMap, systemTags
 	arm  armReader           // region zones and public IP prefixes
@@ -165,8 +171,10 @@ func New(opts Options) (*Provider, error) {
 		state:    placement.NewState(),
 		inflight: placement.NewInFlight(),
 
-		unsupported: annotations.NewReported(annotations.MaxReported),
-		tags:        cfg.ResourceTags(),
+		unsupported:  annotations.NewReported(annotations.MaxReported),
+		unprobedTold: annotations.NewReported(annotations.MaxReported),
+		affinityTold: annotations.NewReported(annotations.MaxReported),
+		tags:         cfg.ResourceTags(),
 
 		namespaces:   opts.Namespaces,
 		nodes:        opts.Nodes,

@@ -476,3 +476,21 @@ func TestPodBased(t *testing.T) {
 		t.Fatalf("refused: %s %v", findings(r), r.Skipped)
 	}
 }
+
+// A Service whose rule has floating IP off and no node port
+// (allocateLoadBalancerNodePorts false) is refused by azlb: skipped, not
+// judged; with floating IP on it is judged (its rule goes without a probe).
+func TestServiceWithoutNodePorts(t *testing.T) {
+	s := fixture()
+	s.Services[0].Spec.Ports[0].NodePort = 0
+	s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip": "true"}
+	r := Check(s)
+	if len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0].Message, "no node port") {
+		t.Fatalf("floating IP off: skipped %v, findings %s", r.Skipped, findings(r))
+	}
+	s = fixture()
+	s.Services[0].Spec.Ports[0].NodePort = 0
+	if r := Check(s); len(r.Skipped) != 0 || !strings.Contains(findings(r), "which no rule of the Service calls for") {
+		t.Fatalf("floating IP on: the Service must be judged (its probe is unwanted now): skipped %v, findings %s", r.Skipped, findings(r))
+	}
+}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"sort"
@@ -223,6 +224,12 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 				return
 			}
 		}
+	}
+	if why := missingNodePort(svc, spec); why != "" {
+		m.r.skip(obj, "%s", why)
+		m.noteFrontendPIPs(svc, base)
+		m.nsgClaim(svc, base)
+		return
 	}
 	acc, why := m.accessOf(spec, svc)
 	if why != "" {
@@ -640,4 +647,24 @@ func (m *nodeMode) checkPublicIPs() {
 				"azlb owns it (%s=%s) but no frontend of that Service uses it: it should have been deleted", names.TagServiceName, tag)
 		}
 	}
+}
+
+// missingNodePort says why azlb refuses a Service whose port rule has
+// floating IP off and no node port to send to (allocateLoadBalancerNodePorts
+// false; load-balancers.md, Services without node ports), or "".
+func missingNodePort(svc *v1.Service, spec *annotations.ServiceSpec) string {
+	if spec.HAPorts {
+		return "" // the HA ports rule sends to any port
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 || spec.Ports[p.Port].NoLBRule {
+			continue
+		}
+		for _, fam := range families(svc) {
+			if !portFloatingIP(spec, fam) {
+				return fmt.Sprintf("port %d has no node port (allocateLoadBalancerNodePorts is false) and its rule has floating IP off: azlb refuses the Service", p.Port)
+			}
+		}
+	}
+	return ""
 }
