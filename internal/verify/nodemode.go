@@ -215,17 +215,7 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 		m.nsgClaim(svc, base)
 		return
 	}
-	if !spec.HAPorts {
-		for _, p := range svc.Spec.Ports {
-			if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP && p.Protocol != "" {
-				m.r.skip(obj, "port %d has protocol %s, which Azure Load Balancer rules do not carry (TCP or UDP)", p.Port, p.Protocol)
-				m.noteFrontendPIPs(svc, base)
-				m.nsgClaim(svc, base)
-				return
-			}
-		}
-	}
-	if why := missingNodePort(svc, spec); why != "" {
+	if why := refusedPorts(svc, spec); why != "" {
 		m.r.skip(obj, "%s", why)
 		m.noteFrontendPIPs(svc, base)
 		m.nsgClaim(svc, base)
@@ -649,12 +639,19 @@ func (m *nodeMode) checkPublicIPs() {
 	}
 }
 
-// missingNodePort says why azlb refuses a Service whose port rule has
-// floating IP off and no node port to send to (allocateLoadBalancerNodePorts
-// false; load-balancers.md, Services without node ports), or "".
-func missingNodePort(svc *v1.Service, spec *annotations.ServiceSpec) string {
+// refusedPorts says why azlb refuses a Service for its ports, or "": a
+// protocol Azure's rules do not carry, or a rule with floating IP off and
+// no node port to send to (allocateLoadBalancerNodePorts false;
+// load-balancers.md, Services without node ports). The HA ports rule
+// carries every protocol to any port.
+func refusedPorts(svc *v1.Service, spec *annotations.ServiceSpec) string {
 	if spec.HAPorts {
-		return "" // the HA ports rule sends to any port
+		return ""
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP && p.Protocol != "" {
+			return fmt.Sprintf("port %d has protocol %s, which Azure Load Balancer rules do not carry (TCP or UDP)", p.Port, p.Protocol)
+		}
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort != 0 || spec.Ports[p.Port].NoLBRule {
