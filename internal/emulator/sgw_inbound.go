@@ -22,45 +22,32 @@ import (
 // a group (strictest reading, docs/emulator.md).
 func (e *Emulator) gatewayMembers(now time.Time, ix *secIndex) map[string][]dataplane.Member {
 	out := map[string][]dataplane.Member{}
-	for _, s := range e.subs {
-		for _, g := range s.groups {
-			if g.goneAt(now) {
-				continue
+	e.forEachGateway(now, func(_ string, st *sgwState) bool {
+		for _, loc := range st.sortedLocations() {
+			l := st.locs[loc]
+			addrs := make([]netip.Addr, 0, len(l.addrs))
+			for a := range l.addrs {
+				addrs = append(addrs, a)
 			}
-			for key, en := range g.resources {
-				if !strings.HasPrefix(key, "servicegateways/") || en.cur == nil || en.cur.phaseAt(now) == phaseGone {
-					continue
-				}
-				st, _ := en.ext.(*sgwState)
-				if st == nil {
-					continue
-				}
-				for _, loc := range st.sortedLocations() {
-					l := st.locs[loc]
-					addrs := make([]netip.Addr, 0, len(l.addrs))
-					for a := range l.addrs {
-						addrs = append(addrs, a)
+			slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+			for _, a := range addrs {
+				for _, name := range l.addrs[a] {
+					svc := st.services[strings.ToLower(name)]
+					if svc == nil || !strings.Contains(strings.ToLower(svc.typ), "inbound") {
+						continue
 					}
-					slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
-					for _, a := range addrs {
-						for _, name := range l.addrs[a] {
-							svc := st.services[strings.ToLower(name)]
-							if svc == nil || !strings.Contains(strings.ToLower(svc.typ), "inbound") {
-								continue
-							}
-							for _, p := range svc.pools {
-								m := dataplane.Member{Pool: p.id, Name: a.String(), Addr: a,
-									Security: ix.memberSecurity(p.vnet, "", loc, false)}
-								if d, ok := e.opts.PodLoopback.Map(a); ok {
-									m.Dial = d
-								}
-								out[strings.ToLower(p.id)] = append(out[strings.ToLower(p.id)], m)
-							}
+					for _, p := range svc.pools {
+						m := dataplane.Member{Pool: p.id, Name: a.String(), Addr: a,
+							Security: ix.memberSecurity(p.vnet, "", loc, false)}
+						if d, ok := e.opts.PodLoopback.Map(a); ok {
+							m.Dial = d
 						}
+						out[strings.ToLower(p.id)] = append(out[strings.ToLower(p.id)], m)
 					}
 				}
 			}
 		}
-	}
+		return true
+	})
 	return out
 }

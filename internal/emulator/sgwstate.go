@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // sgwState is what a ServiceGateway holds besides its document: the
@@ -306,25 +307,40 @@ func (st *sgwState) mappedNatUser(natID string) string {
 
 // natUsers finds a gateway service whose publicNatGatewayId is natID.
 func (wc *writeCtx) natUsers(natID string) (gwID, service string, ok bool) {
-	for _, s := range wc.e.subs {
+	wc.e.forEachGateway(wc.now, func(id string, st *sgwState) bool {
+		for _, svc := range st.services {
+			if strings.EqualFold(svc.natGW, natID) {
+				gwID, service, ok = id, svc.name, true
+				return false
+			}
+		}
+		return true
+	})
+	return gwID, service, ok
+}
+
+// forEachGateway calls fn with the id and state of every service gateway
+// live at now, until fn returns false (state lock held).
+func (e *Emulator) forEachGateway(now time.Time, fn func(id string, st *sgwState) bool) {
+	for _, s := range e.subs {
 		for _, g := range s.groups {
+			if g.goneAt(now) {
+				continue
+			}
 			for key, en := range g.resources {
-				if !strings.HasPrefix(key, "servicegateways/") || en.cur == nil || en.cur.phaseAt(wc.now) == phaseGone {
+				if !strings.HasPrefix(key, "servicegateways/") || en.cur == nil || en.cur.phaseAt(now) == phaseGone {
 					continue
 				}
 				st, _ := en.ext.(*sgwState)
 				if st == nil {
 					continue
 				}
-				for _, svc := range st.services {
-					if strings.EqualFold(svc.natGW, natID) {
-						return stringOf(en.cur.doc["id"]), svc.name, true
-					}
+				if !fn(stringOf(en.cur.doc["id"]), st) {
+					return
 				}
 			}
 		}
 	}
-	return "", "", false
 }
 
 // applyLocations applies validated updates.
@@ -698,28 +714,19 @@ func (st *sgwState) renderLocation(loc netip.Addr) obj {
 // pool poolID.
 func (wc *writeCtx) poolUsers(lbID, poolID string) (gwID, service string, ok bool) {
 	prefix := strings.ToLower(lbID) + "/backendaddresspools/"
-	for _, s := range wc.e.subs {
-		for _, g := range s.groups {
-			for key, en := range g.resources {
-				if !strings.HasPrefix(key, "servicegateways/") || en.cur == nil || en.cur.phaseAt(wc.now) == phaseGone {
-					continue
-				}
-				st, _ := en.ext.(*sgwState)
-				if st == nil {
-					continue
-				}
-				for _, svc := range st.services {
-					for _, p := range svc.pools {
-						id := strings.ToLower(p.id)
-						if (poolID == "" && strings.HasPrefix(id, prefix)) || (poolID != "" && id == strings.ToLower(poolID)) {
-							return stringOf(en.cur.doc["id"]), svc.name, true
-						}
-					}
+	wc.e.forEachGateway(wc.now, func(id string, st *sgwState) bool {
+		for _, svc := range st.services {
+			for _, p := range svc.pools {
+				pid := strings.ToLower(p.id)
+				if (poolID == "" && strings.HasPrefix(pid, prefix)) || (poolID != "" && pid == strings.ToLower(poolID)) {
+					gwID, service, ok = id, svc.name, true
+					return false
 				}
 			}
 		}
-	}
-	return "", "", false
+		return true
+	})
+	return gwID, service, ok
 }
 
 func errLBInUseByGateway(what, gwID, service string) *armError {
