@@ -41,14 +41,7 @@ func normalizePE(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	if ae != nil {
 		return nil, ae
 	}
-	for _, ro := range []string{"networkInterfaces", "customDnsConfigs", "provisioningState", "resourceGuid"} {
-		delete(props, ro)
-	}
-	for k := range props {
-		if strings.HasPrefix(k, hiddenPrefix) {
-			delete(props, k)
-		}
-	}
+	dropHidden(props, "networkInterfaces", "customDnsConfigs", "provisioningState", "resourceGuid")
 	id := stringOf(doc["id"])
 	loc := stringOf(doc["location"])
 	var oldProps obj
@@ -111,11 +104,7 @@ func normalizePE(wc *writeCtx, in obj, name string, old *version) (obj, *armErro
 	if err != nil {
 		return nil, errBadShape(err)
 	}
-	for k := range cp {
-		if strings.HasPrefix(k, hiddenPrefix) {
-			delete(cp, k)
-		}
-	}
+	dropHidden(cp)
 	_, plsV := wc.lookupKind(plsRef, "privateLinkServices")
 	if plsV == nil {
 		return nil, errInvalidReference(plsRef, id)
@@ -242,19 +231,10 @@ func endpointIPConfig(v *version) obj {
 
 func decoratePE(tree obj) {
 	p := propsOf(tree)
-	for k := range p {
-		if strings.HasPrefix(k, hiddenPrefix) {
-			delete(p, k)
-		}
-	}
+	dropHidden(p)
 	for _, key := range []string{peAutoKey, peManKey} {
 		for _, c := range asList(p[key]) {
-			cp := propsOf(c.(obj))
-			for k := range cp {
-				if strings.HasPrefix(k, hiddenPrefix) {
-					delete(cp, k)
-				}
-			}
+			dropHidden(propsOf(c.(obj)))
 		}
 	}
 }

@@ -68,14 +68,7 @@ func normalizePLS(wc *writeCtx, in obj, name string, old *version) (obj, *armErr
 	if ae != nil {
 		return nil, ae
 	}
-	for _, ro := range plsReadOnly {
-		delete(props, ro)
-	}
-	for k := range props {
-		if strings.HasPrefix(k, hiddenPrefix) {
-			delete(props, k)
-		}
-	}
+	dropHidden(props, plsReadOnly...)
 	id := stringOf(doc["id"])
 	loc := stringOf(doc["location"])
 	var oldProps obj
@@ -418,11 +411,7 @@ func droppedFrontends(old, now []any) []string {
 // network interface) and the emulator's own members.
 func decoratePLS(tree obj) {
 	p := propsOf(tree)
-	for k := range p {
-		if strings.HasPrefix(k, hiddenPrefix) {
-			delete(p, k)
-		}
-	}
+	dropHidden(p)
 	for _, c := range asList(p["ipConfigurations"]) {
 		cp := propsOf(c.(obj))
 		if stringOf(cp["privateIPAllocationMethod"]) != "Static" {
@@ -430,11 +419,19 @@ func decoratePLS(tree obj) {
 		}
 	}
 	for _, c := range asList(p[plsConnsKey]) {
-		cp := propsOf(c.(obj))
-		for k := range cp {
-			if strings.HasPrefix(k, hiddenPrefix) {
-				delete(cp, k)
-			}
+		dropHidden(propsOf(c.(obj)))
+	}
+}
+
+// dropHidden deletes the emulator's own members (hiddenPrefix) and the
+// read-only keys from props.
+func dropHidden(props obj, readOnly ...string) {
+	for _, k := range readOnly {
+		delete(props, k)
+	}
+	for k := range props {
+		if strings.HasPrefix(k, hiddenPrefix) {
+			delete(props, k)
 		}
 	}
 }
