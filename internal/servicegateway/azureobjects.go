@@ -59,7 +59,8 @@ func (e *Controller) publicIP(svc *v1.Service, family v1.IPFamily) armnetwork.Pu
 
 // desiredLB is the whole load balancer of a Service: SKU Service, scope
 // Public, one frontend on its public IP, one empty pool (the gateway fills
-// it), one rule per port without floating IP (TCP reset on TCP), no probes.
+// it; the configured drain period), one rule per port without floating IP
+// (TCP reset on TCP), no probes.
 func (e *Controller) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwork.LoadBalancer {
 	ref := e.lbRef(uid)
 	feID := ref.Child("frontendIPConfigurations", names.ServiceFrontend)
@@ -91,11 +92,22 @@ func (e *Controller) desiredLB(uid string, spec *lbSpec, pipID string) *armnetwo
 				Name:       to.Ptr(names.ServiceFrontend),
 				Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(pipID)}},
 			}},
-			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr(uid), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{}}},
+			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr(uid), Properties: e.poolProperties()}},
 			LoadBalancingRules:  rules,
 			Probes:              []*armnetwork.Probe{},
 		},
 	}
+}
+
+// poolProperties are the Service pool's: the configured drain period
+// (loadBalancerBackendPoolDrainPeriodInSeconds), so that a pod address that
+// leaves the gateway keeps its established flows for it; none when 0.
+func (e *Controller) poolProperties() *armnetwork.BackendAddressPoolPropertiesFormat {
+	p := &armnetwork.BackendAddressPoolPropertiesFormat{}
+	if d := e.cfg.BackendPoolDrainPeriodInSeconds(); d > 0 {
+		p.DrainPeriodInSeconds = to.Ptr(d)
+	}
+	return p
 }
 
 // lbMutation makes the load balancer the Service's desired one, writing
@@ -147,7 +159,8 @@ func lbMatches(cur, want *armnetwork.LoadBalancer) bool {
 		!strings.EqualFold(ptr.Deref(cf.Properties.PublicIPAddress.ID, ""), *wf.Properties.PublicIPAddress.ID) {
 		return false
 	}
-	if !strings.EqualFold(ptr.Deref(c.BackendAddressPools[0].Name, ""), *w.BackendAddressPools[0].Name) {
+	if !strings.EqualFold(ptr.Deref(c.BackendAddressPools[0].Name, ""), *w.BackendAddressPools[0].Name) ||
+		drainOf(c.BackendAddressPools[0]) != drainOf(w.BackendAddressPools[0]) {
 		return false
 	}
 	for _, wr := range w.LoadBalancingRules {
@@ -217,4 +230,12 @@ func (e *Controller) unregistration(uid string) armnetwork.ServiceGatewayUpdateS
 			Service:  &armnetwork.ServiceGatewayService{Name: to.Ptr(uid)},
 		}},
 	}
+}
+
+// drainOf is a pool's drainPeriodInSeconds (0: none).
+func drainOf(p *armnetwork.BackendAddressPool) int32 {
+	if p == nil || p.Properties == nil {
+		return 0
+	}
+	return ptr.Deref(p.Properties.DrainPeriodInSeconds, 0)
 }

@@ -26,6 +26,12 @@ import (
 // podRolloutPort is the pods' port (the Service's targetPort).
 const podRolloutPort = 8080
 
+// podReadinessLead is how long before it exits a readiness-first pod fails
+// its readiness probe: its address must leave the gateway meanwhile (the
+// API's and the gateway's latency, which is not scaled down; a preStop
+// sleep of a few seconds gives a real pod the same).
+const podReadinessLead = 2 * time.Second
+
 // TestPodBasedRollingUpdate is a rolling update of a 3-replica pod-based
 // Service end to end: the real controller with pod-based load balancing,
 // a real API server, the emulator's data plane carrying 200 new
@@ -40,10 +46,12 @@ const podRolloutPort = 8080
 // gate is True, and then a_i terminates: it serves for 5 s (its endpoint
 // serving and terminating), then exits and leaves the slice. Three
 // sessions (keep-alive connections, a request every 100 ms) to each old pod
-// close 1 s before their pod exits. Two ways for the old pod to end:
+// close 1 s before it exits; the Service's pool has a drain period of 2 s,
+// so that the flows a pod has when its address leaves the gateway go on for
+// that long. Two ways for the old pod to end:
 //
-//   - readiness-first: it fails its readiness probe 0.5 s before it exits
-//     (serving false), as docs/admin-state.md advises. Wanted: no new
+//   - readiness-first: it fails its readiness probe podReadinessLead before
+//     it exits (serving false), as docs/admin-state.md advises. Wanted: no new
 //     connection fails and no session is reset.
 //   - exits-while-serving: its endpoint says serving until it is gone.
 //     Wanted: no session reset; the new connections that fail (sent to it
@@ -64,7 +72,7 @@ func podRollout(t *testing.T, readinessFirst bool) {
 	// addresses of a pod network, which the data plane reaches on podNet.
 	podCIDR := netip.MustParsePrefix("10.244.77.0/24")
 	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(),
-		PodLoopback: emulator.PrefixMap{From: podCIDR, To: podNet}},
+		PodLoopback: emulator.PrefixMap{From: podCIDR, To: podNet}, Features: []string{emulator.FeatureConnectionDraining}},
 		nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +87,10 @@ func podRollout(t *testing.T, readinessFirst bool) {
 		createNode(t, n, testutil.Nth(nodeNet, i+1).String(), nil)
 	}
 	startController(t, "a", writeConfigFor(t, env, map[string]any{
-		"serviceGatewayEnabled":                    true,
-		"loadBalancerBackendPoolConfigurationType": "podIP",
-		"loadBalancerSku":                          "service",
+		"serviceGatewayEnabled":                       true,
+		"loadBalancerBackendPoolConfigurationType":    "podIP",
+		"loadBalancerSku":                             "service",
+		"loadBalancerBackendPoolDrainPeriodInSeconds": rolloutDrain,
 	}), false)
 	ns := createNamespace(t)
 	optInReadinessGate(t, ns)
@@ -148,13 +157,13 @@ func podRollout(t *testing.T, readinessFirst bool) {
 		pods.setReady(b)
 		es.set(t, b, node, "ready")
 		es.set(t, a, nodes[i], "serving-terminating")
-		p.endSessions(old[a])
+		p.endSessions(old[a], rolloutSessionEnd)
 		srv := servers[a]
 		p.later(func() {
 			if readinessFirst {
-				time.Sleep(rolloutGrace - 500*time.Millisecond) // the schedule: the pod stops accepting
+				time.Sleep(rolloutGrace - podReadinessLead) // the schedule: the pod stops accepting
 				es.set(t, a, nodes[i], "terminating")
-				time.Sleep(500 * time.Millisecond) // the schedule: it exits
+				time.Sleep(podReadinessLead) // the schedule: it exits
 			} else {
 				time.Sleep(rolloutGrace) // the schedule: it exits
 			}
@@ -171,6 +180,11 @@ func podRollout(t *testing.T, readinessFirst bool) {
 	t.Logf("pod-based rolling update: %d new connections from its start on, %d failed; %d of 9 sessions reset; "+
 		"the rollout took %v; readiness gate waits %v; new connections served by pod: %v",
 		rep.Sent, rep.Failed, resets, took.Round(time.Millisecond), gateWaits, served)
+	for _, r := range rep.Results {
+		if r.Err != nil && !r.Start.Before(rep.Event) {
+			t.Logf("failed new connection %v after the start: %v", r.Start.Sub(rep.Event).Round(time.Millisecond), r.Err)
+		}
+	}
 	t.Logf("timeline of a3, the last old pod (100 ms per character; # a3, x failed, . other pods, | start):\n%s",
 		rep.Timeline("a3", 100*time.Millisecond))
 	if resets != 0 || (readinessFirst && rep.Failed != 0) {

@@ -110,7 +110,7 @@ func TestLocalServiceRollingUpdate(t *testing.T) {
 		time.Sleep(rolloutStartup) // the rollout's schedule: the new pod starts
 		es.set(t, b, step.newNode, "ready")
 		es.set(t, a, step.oldNode, "serving-terminating")
-		p.endSessions(old[step.oldNode])
+		p.endSessions(old[step.oldNode], rolloutSessionEnd)
 		p.later(func() {
 			time.Sleep(rolloutGrace) // the schedule: the old pod's graceful shutdown
 			es.remove(t, a)
@@ -147,12 +147,12 @@ type rolloutPlay struct {
 	wg     sync.WaitGroup
 }
 
-// endSessions finishes s rolloutSessionEnd from now (1 s before its pod is
-// gone).
-func (p *rolloutPlay) endSessions(s *sessions) {
+// endSessions finishes s after d (the old pod closing its sessions while
+// it terminates).
+func (p *rolloutPlay) endSessions(s *sessions, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.timers = append(p.timers, time.AfterFunc(rolloutSessionEnd, s.finish))
+	p.timers = append(p.timers, time.AfterFunc(d, s.finish))
 }
 
 // later runs fn beside the next steps (an old pod's graceful shutdown).
