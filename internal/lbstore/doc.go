@@ -19,6 +19,14 @@
 //     with pool edits starts at once. Nothing is written
 //     while Run is not running; when Run's context ends (the leader lost its
 //     lease) queued changes fail with ErrStopped and no further write starts.
+//   - Bounded memory. Whole-load-balancer GETs and PUTs in flight at once
+//     are bounded by LBTransferBudget, in elements (frontends, rules,
+//     probes, pools, pool members; a GET is charged the size last seen): a
+//     load balancer of a 5,000-node cluster is read or written alone, small
+//     ones together, first come first served. Each transfer holds its
+//     encoded body and decoded answer until it returns (including the SDK's
+//     retries of a 5xx and a throttle gate's wait), and the live heap sets
+//     the controller's peak memory.
 //   - A caller's context bounds its wait only: a change whose context ends
 //     before its round starts is dropped; once its round started it completes
 //     under Run's context.

@@ -98,13 +98,21 @@ func (s *Store) tryLB(ctx context.Context, name string, batch []*change, fresh b
 		if current != nil {
 			etag = ptr.Deref(current.Etag, "")
 		}
+		// The write's encoded body and decoded answer are live until
+		// CreateOrUpdate returns: bounded by LBTransferBudget.
+		n, err := s.acquireTransfer(ctx, "put", writeWeight(lb))
+		if err != nil {
+			return nil, s.wrap("write", name, "", err)
+		}
 		s.cache.writing(name)
 		out, err := s.lbs.CreateOrUpdate(ctx, s.rg, name, *lb, etag)
+		s.transfers.release(n)
 		if err != nil {
 			s.cache.forget(name)
 			return nil, s.wrap("write", name, "", err)
 		}
 		s.cache.wrote(name, out)
+		s.transfers.saw(name, out)
 		log.V(2).Info("Wrote load balancer", "loadBalancer", name, "created", current == nil)
 		return out, nil
 	}

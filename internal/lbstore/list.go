@@ -29,6 +29,7 @@ func (s *Store) List(ctx context.Context) ([]*armnetwork.LoadBalancer, error) {
 		if name == "" {
 			continue
 		}
+		s.transfers.saw(name, lb)
 		s.cache.readResult(name, gens[lower(name)], lb)
 		out = append(out, lb)
 	}

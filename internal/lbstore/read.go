@@ -46,13 +46,19 @@ func (s *Store) Get(ctx context.Context, name string) (*armnetwork.LoadBalancer,
 // its generation meanwhile. Not-found is an entry with a nil load balancer.
 func (s *Store) read(ctx context.Context, name string) (*entry, error) {
 	gen := s.cache.gen(name)
+	n, err := s.acquireTransfer(ctx, "get", s.transfers.lastWeight(name))
+	if err != nil {
+		return nil, s.wrap("get", name, "", err)
+	}
 	lb, err := s.lbs.Get(ctx, s.rg, name)
+	s.transfers.release(n)
 	if err != nil {
 		if azure.Classify(err) != azure.ClassStale {
 			return nil, s.wrap("get", name, "", err)
 		}
 		lb = nil
 	}
+	s.transfers.saw(name, lb)
 	s.cache.readResult(name, gen, lb)
 	return &entry{lb: lb}, nil
 }
@@ -116,6 +122,7 @@ func (s *Store) discover(ctx context.Context) ([]string, error) {
 			continue
 		}
 		listed[lower(name)] = true
+		s.transfers.saw(name, lb)
 		if g, ok := gens[lower(name)]; ok {
 			s.cache.readResult(name, g, lb) // a configured one: the listing warms the cache
 			continue

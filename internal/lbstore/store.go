@@ -28,6 +28,10 @@ const MaxConflictRetries = 2
 // for the round that wrote it.
 const LockName = "lbstore"
 
+// TransfersLockName labels, in the same metric, the time a whole load
+// balancer GET or PUT waited for LBTransferBudget (caller "get" or "put").
+const TransfersLockName = "lbstore-transfers"
+
 // ErrStopped is returned for changes the Store did not write because Run
 // ended (or had ended) before their round.
 var ErrStopped = errors.New("lbstore: not writing: the store is stopped (not leading)")
@@ -66,6 +70,9 @@ type Store struct {
 	configured []string
 
 	cache *cache
+	// transfers bounds the whole-load-balancer GETs and PUTs in flight
+	// (LBTransferBudget).
+	transfers *writeSlots
 
 	discoverMu sync.Mutex
 	discovered []string
@@ -108,6 +115,7 @@ func New(o Options) (*Store, error) {
 		location:  cfg.Location,
 		cluster:   cfg.ClusterName,
 		cache:     newCache(clk, time.Duration(cfg.LoadBalancerCacheTTLInSeconds)*time.Second),
+		transfers: newWriteSlots(LBTransferBudget),
 		wake:      make(chan struct{}, 1),
 	}
 	var public []string

@@ -415,3 +415,174 @@ func TestDeleteTakesTheWholeLoadBalancer(t *testing.T) {
 		t.Fatalf("a new load balancer after Delete: %v %v", frontends(out), err)
 	}
 }
+
+// bigLB is a mutation that gives a load balancer one frontend and a pool of
+// members: weight about n.
+func bigLB(n int) lbstore.Mutation {
+	return func(lb *armnetwork.LoadBalancer) (bool, error) {
+		if len(lb.Properties.FrontendIPConfigurations) > 0 {
+			return false, nil
+		}
+		addrs := make([]*armnetwork.LoadBalancerBackendAddress, n)
+		for i := range addrs {
+			addrs[i] = &armnetwork.LoadBalancerBackendAddress{Name: to.Ptr(fmt.Sprintf("a%d", i)),
+				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr(fmt.Sprintf("10.1.%d.%d", i/250, 4+i%250))}}
+		}
+		lb.Properties.FrontendIPConfigurations = []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr("fe")}}
+		lb.Properties.BackendAddressPools = []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes"),
+			Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: addrs}}}
+		return true, nil
+	}
+}
+
+// A round writing several large load balancers has at most LBTransferBudget
+// of them in flight: here one at a time; small ones go together.
+func TestLargeLoadBalancerWritesBounded(t *testing.T) {
+	f := testutil.NewFakeARM()
+	s := newStore(t, f, nil)
+	ctx := context.Background()
+	var (
+		mu       sync.Mutex
+		inFlight int
+		maxSeen  int
+	)
+	entered := make(chan string)
+	proceed := make(chan struct{})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the store stops: a failed test blocks no write
+	f.Before = func(c testutil.Call) {
+		if c.Op != "lb.put" {
+			return
+		}
+		mu.Lock()
+		inFlight++
+		maxSeen = max(maxSeen, inFlight)
+		mu.Unlock()
+		select {
+		case entered <- c.LB:
+			select {
+			case <-proceed:
+			case <-stop:
+			}
+		case <-stop:
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}
+	// The first write holds the round; four large and then three small
+	// load balancers queue for the next one.
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateLB(ctx, "first", lbName, lbstore.UpdateOptions{Create: true}, addFrontend("fe-0"))
+		first <- err
+	}()
+	<-entered
+	const large = lbstore.LBTransferBudget * 6 / 10
+	errs := make(chan error, 7)
+	for i := range 4 {
+		go func() {
+			_, err := s.UpdateLB(ctx, "big", fmt.Sprintf("big-%d", i), lbstore.UpdateOptions{Create: true}, bigLB(large))
+			errs <- err
+		}()
+	}
+	testutil.Poll(t, 5*time.Second, "four changes queued", func() bool { return s.Queued() == 4 })
+	proceed <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for k := range 4 {
+		name := <-entered
+		// The others wait for the budget, not in ARM.
+		testutil.Poll(t, 5*time.Second, "the other large writes waiting", func() bool { return s.TransferWaiters() == 3-k })
+		mu.Lock()
+		if inFlight != 1 {
+			t.Errorf("%d large writes in flight while %s is, want 1", inFlight, name)
+		}
+		mu.Unlock()
+		proceed <- struct{}{}
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if maxSeen != 1 {
+		t.Errorf("at most %d large writes in flight, want 1", maxSeen)
+	}
+
+	// Small ones are written together: each PUT waits in ARM until all
+	// three are there.
+	mu.Lock()
+	maxSeen = 0
+	mu.Unlock()
+	for i := range 3 {
+		go func() {
+			_, err := s.UpdateLB(ctx, "small", fmt.Sprintf("small-%d", i), lbstore.UpdateOptions{Create: true}, addFrontend("fe"))
+			errs <- err
+		}()
+	}
+	seen := 0
+	testutil.Poll(t, 5*time.Second, "three small writes in flight together", func() bool {
+		select {
+		case <-entered:
+			seen++
+		default:
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight == 3 && seen == 3
+	})
+	close(proceed)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A GET of a large load balancer shares the budget with PUTs: it waits
+// while a large write is in flight, charged the size it had when last seen.
+func TestLargeReadWaitsForLargeWrite(t *testing.T) {
+	f := testutil.NewFakeARM()
+	s := newStore(t, f, nil)
+	ctx := context.Background()
+	const large = lbstore.LBTransferBudget * 6 / 10
+	for _, n := range []string{"big-0", "big-1"} {
+		if _, err := s.UpdateLB(ctx, "big", n, lbstore.UpdateOptions{Create: true}, bigLB(large)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := newGate("lb.put")
+	f.Before = g.before
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(g.release) }) }
+	t.Cleanup(release) // before the store stops: a failed test blocks no write
+	written := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateLB(ctx, "big", "big-1", lbstore.UpdateOptions{}, addFrontend("fe-2"))
+		written <- err
+	}()
+	<-g.waiting
+	s.Forget("big-0")
+	gets := f.Count("lb.get", "")
+	read := make(chan error, 1)
+	go func() {
+		lb, err := s.Get(ctx, "big-0")
+		if err == nil && len(frontends(lb)) != 1 {
+			err = fmt.Errorf("read frontends %v", frontends(lb))
+		}
+		read <- err
+	}()
+	testutil.Poll(t, 5*time.Second, "the read waiting for the budget", func() bool { return s.TransferWaiters() == 1 })
+	if got := f.Count("lb.get", ""); got != gets {
+		t.Errorf("%d GETs sent while the large write is in flight, want 0", got-gets)
+	}
+	release()
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+}
