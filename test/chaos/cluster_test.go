@@ -234,20 +234,29 @@ func (c *checker) waitClean(t testing.TB, bound time.Duration) time.Duration {
 	start := time.Now()
 	var last *verify.Report
 	var lastErr error
+	checks := 0
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, bound, true, func(ctx context.Context) (bool, error) {
 		rep, err := c.check(ctx)
-		if rep != nil {
-			last = rep // the last report, even when the last check was cut off by the bound
+		if ctx.Err() != nil {
+			return false, nil // cut off by the bound: the last complete check says why
 		}
-		lastErr = err
+		checks++
+		last, lastErr = rep, err
 		return err == nil && rep.Clean(), nil
 	})
 	if err != nil {
+		// One line per finding, each with this file's prefix, so that
+		// make test's filtered output keeps them.
+		if last != nil {
+			for _, f := range last.Findings {
+				t.Logf("finding: %s", f)
+			}
+		}
 		var b strings.Builder
 		if last != nil {
 			_ = last.Write(&b)
 		}
-		t.Fatalf("verify not clean %v after the last change (last error: %v):\n%s", bound, lastErr, b.String())
+		t.Fatalf("verify not clean %v after the last change (%d complete checks; the last one's error: %v):\n%s", bound, checks, lastErr, b.String())
 	}
 	return time.Since(start)
 }
