@@ -109,7 +109,7 @@ func identityOfKey(k string) string {
 // Call with e.mu held.
 func (e *Controller) egressRegisteredLocked(id string, registered bool) {
 	if st := e.egress[id]; st != nil {
-		st.registered = registered
+		st.registered, st.regUnsure = registered, false
 	}
 }
 
@@ -129,7 +129,10 @@ type egressState struct {
 	// attached: the NAT gateway's serviceGateway is the cluster's gateway.
 	attached bool
 	// registered: the gateway holds the Outbound service on this NAT gateway.
-	registered bool
+	// regUnsure: an updateServices entry of it failed, and ARM may have
+	// applied it: a provision registers it again and a teardown
+	// unregisters it again (both harmless when already so).
+	registered, regUnsure bool
 	// draining: waiting for the address updater to take the identity's
 	// addresses away (tearing down), or those of waitIPs (leaving pods);
 	// queueDrained requeues it once they are gone.
@@ -498,19 +501,20 @@ func (e *Controller) provisionEgress(ctx context.Context, id string, members []*
 		pipIDs = append(pipIDs, snap.pipID[fam])
 	}
 	if snap.nat != present || !snap.attached || !sameIDs(snap.natPIPs, pipIDs) {
-		if snap.nat != present {
-			e.updateEgress(id, func(st *egressState) { st.nat = unknown })
-		}
+		// Unknown until the PUT succeeds: one that fails may still have
+		// been applied.
+		e.updateEgress(id, func(st *egressState) { st.nat = unknown })
 		if _, err := e.nats.CreateOrUpdate(ctx, e.rg, id, e.natGateway(id, pipIDs, true)); err != nil {
 			return fmt.Errorf("egress NAT gateway: %w", err)
 		}
 		e.updateEgress(id, func(st *egressState) { st.nat, st.attached, st.natPIPs = present, true, slices.Clone(pipIDs) })
 		log.V(2).Info("Ensured egress NAT gateway", "publicIPs", len(pipIDs))
 	}
-	if !snap.registered {
+	if !snap.registered || snap.regUnsure {
 		// Through the registrar, batched with other registrations; it
 		// records a success and queues the identity again.
 		if err := e.updateService(egressKey(id), regRegister); !errors.Is(err, errQueued) {
+			e.updateEgress(id, func(st *egressState) { st.regUnsure = true })
 			return fmt.Errorf("register the outbound service: %w", err)
 		}
 		return errQueued
@@ -651,7 +655,7 @@ func (e *Controller) teardownEgress(ctx context.Context, id string, leaving []*v
 			return err
 		}
 	}
-	if snap.registered {
+	if snap.registered || snap.regUnsure {
 		if err := e.unregisterEgress(ctx, id); err != nil {
 			return err
 		}
@@ -715,6 +719,10 @@ func (e *Controller) detachEgressNAT(ctx context.Context, id string, snap egress
 	case azure.Classify(err) == azure.ClassStale || isNotFound(err):
 		e.updateEgress(id, func(st *egressState) { st.nat, st.attached = absent, false })
 	case err != nil:
+		// ARM may have applied it (a reset or a timeout after it took the
+		// write): what the NAT gateway is now is unknown, so the next
+		// teardown reads it and a provision PUTs it attached again.
+		e.updateEgress(id, func(st *egressState) { st.nat = unknown })
 		return fmt.Errorf("detach the NAT gateway: %w", err)
 	default:
 		e.updateEgress(id, func(st *egressState) { st.attached = false })
@@ -739,9 +747,10 @@ func (e *Controller) unregisterEgress(ctx context.Context, id string) error {
 		e.locQueue.Add(locationsKey)
 		return fmt.Errorf("unregister the outbound service: %w", err)
 	case err != nil && azure.Classify(err) != azure.ClassStale:
+		e.updateEgress(id, func(st *egressState) { st.regUnsure = true }) // it may have been applied
 		return fmt.Errorf("unregister the outbound service: %w", err)
 	}
-	e.updateEgress(id, func(st *egressState) { st.registered = false })
+	e.updateEgress(id, func(st *egressState) { st.registered, st.regUnsure = false, false })
 	klog.FromContext(ctx).V(2).Info("Unregistered the outbound service")
 	return nil
 }
