@@ -111,9 +111,15 @@ func TestEgressUnregisterLostThenPodReturns(t *testing.T) {
 		return slices.Equal(gatewayAddresses(t, h.clients), []string{"10.240.0.4: 10.244.0.10=team-a"})
 	})
 	h.deletePod("p1")
+	var svcs, addrs []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway services %v, addresses %v, events %v", svcs, addrs, h.events.All())
+		}
+	}()
 	h.stepUntil(time.Second, "p2 registered under a registered Outbound service", func() bool {
-		return slices.Contains(h.gatewayServices(), "team-a:Outbound") &&
-			slices.Equal(gatewayAddresses(t, h.clients), []string{"10.240.0.4: 10.244.0.11=team-a"})
+		svcs, addrs = h.gatewayServices(), gatewayAddresses(t, h.clients)
+		return slices.Contains(svcs, "team-a:Outbound") && slices.Equal(addrs, []string{"10.240.0.4: 10.244.0.11=team-a"})
 	})
 	lossy.mu.Lock()
 	defer lossy.mu.Unlock()

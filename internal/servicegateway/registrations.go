@@ -213,6 +213,9 @@ func (e *Controller) recordRegistrations(ctx context.Context, batch []regEntry, 
 			if e.states[r.uid] != nil || e.egress[identityOfKey(r.uid)] != nil {
 				e.regFailures[r.uid] = regFailure{kind: r.kind, err: errs[i]}
 			}
+			if st := e.egress[identityOfKey(r.uid)]; st != nil {
+				st.regUnsure = true // ARM may have applied it; whichever sync comes next redoes it
+			}
 			continue
 		}
 		if id := identityOfKey(r.uid); id != "" {
