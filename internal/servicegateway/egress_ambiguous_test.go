@@ -16,77 +16,20 @@ import (
 	"github.com/azlb/azlb/internal/emulator"
 )
 
-// lossyNAT applies a NAT gateway detach and then reports it failed, once
-// (a connection reset after ARM took the write, an operation timeout while
-// polling), and calls then() right after.
-type lossyNAT struct {
-	azure.NatGatewayClient
+// lostWrite turns one applied write into a reported failure (a connection
+// reset after ARM took the write, an operation timeout while polling), and
+// then creates the pod that brings the identity back.
+type lostWrite struct {
 	mu   sync.Mutex
 	done bool
 	then func()
 }
 
-func (l *lossyNAT) CreateOrUpdate(ctx context.Context, rg, name string, nat armnetwork.NatGateway) (*armnetwork.NatGateway, error) {
-	out, err := l.NatGatewayClient.CreateOrUpdate(ctx, rg, name, nat)
-	detach := nat.Properties != nil && azcore.IsNullValue(nat.Properties.ServiceGateway)
+// lose reports whether this applied write (one the wrapper picks) is the
+// one to report as failed; the first time, it runs then.
+func (l *lostWrite) lose(picked bool, err error) error {
 	l.mu.Lock()
-	lose := detach && err == nil && !l.done
-	l.done = l.done || lose
-	l.mu.Unlock()
-	if !lose {
-		return out, err
-	}
-	l.then()
-	return nil, errors.New("read tcp: connection reset by peer")
-}
-
-// A detach that Azure applied but reported as failed must not leave the
-// engine believing the NAT gateway is still attached: when a pod of the
-// identity comes back before the teardown ends, the NAT gateway is
-// attached again and the pod registered. (Before, the engine skipped the
-// attach and the identity stayed without egress for good: the chaos
-// fault mix's "NAT gateway team-2 is not attached".)
-func TestEgressDetachLostThenPodReturns(t *testing.T) {
-	h, _ := emulatorHarness(t, emulator.Options{ServiceGatewayPOSTStatus: emulator.SGWPostOK})
-	lossy := &lossyNAT{NatGatewayClient: h.clients.NatGateway}
-	lossy.then = func() { h.egressPod("p2", "team-a", "n1", "10.244.0.11") } // the identity comes back
-	h.opts = func(o *Options) { o.NatGateways = lossy }
-	h.start()
-	h.node("n1", "10.240.0.4")
-	h.egressPod("p1", "team-a", "n1", "10.244.0.10")
-	h.stepUntil(time.Second, "p1 registered", func() bool {
-		return slices.Equal(gatewayAddresses(t, h.clients), []string{"10.240.0.4: 10.244.0.10=team-a"})
-	})
-	h.deletePod("p1")
-	h.stepUntil(time.Second, "p2 registered behind an attached NAT gateway", func() bool {
-		nat, err := h.clients.NatGateway.Get(context.Background(), devenv.ResourceGroup, "team-a")
-		attached := err == nil && nat.Properties != nil && nat.Properties.ServiceGateway != nil && nat.Properties.ServiceGateway.ID != nil
-		return attached && slices.Equal(gatewayAddresses(t, h.clients), []string{"10.240.0.4: 10.244.0.11=team-a"})
-	})
-	lossy.mu.Lock()
-	defer lossy.mu.Unlock()
-	if !lossy.done {
-		t.Fatal("the detach was never lost: the test did not test the case")
-	}
-}
-
-// lossyGateway applies an updateServices that removes the identity's
-// Outbound service and then reports it failed, once, and calls then().
-type lossyGateway struct {
-	azure.ServiceGatewayClient
-	id   string
-	mu   sync.Mutex
-	done bool
-	then func()
-}
-
-func (l *lossyGateway) UpdateServices(ctx context.Context, rg, gw string, req armnetwork.ServiceGatewayUpdateServicesRequest) error {
-	err := l.ServiceGatewayClient.UpdateServices(ctx, rg, gw, req)
-	removes := slices.ContainsFunc(req.ServiceRequests, func(r *armnetwork.ServiceGatewayServiceRequest) bool {
-		return r != nil && r.IsDelete != nil && *r.IsDelete && r.Service != nil && r.Service.Name != nil && *r.Service.Name == l.id
-	})
-	l.mu.Lock()
-	lose := removes && err == nil && !l.done
+	lose := picked && err == nil && !l.done
 	l.done = l.done || lose
 	l.mu.Unlock()
 	if !lose {
@@ -96,14 +39,50 @@ func (l *lossyGateway) UpdateServices(ctx context.Context, rg, gw string, req ar
 	return errors.New("read tcp: connection reset by peer")
 }
 
-// An unregistration Azure applied but reported as failed must not leave
-// the engine believing the Outbound service is still there: a pod that
-// comes back registers it again, and its address is registered.
-func TestEgressUnregisterLostThenPodReturns(t *testing.T) {
+func (l *lostWrite) happened() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+// lossyNAT loses the identity's NAT gateway detach.
+type lossyNAT struct {
+	azure.NatGatewayClient
+	*lostWrite
+}
+
+func (l lossyNAT) CreateOrUpdate(ctx context.Context, rg, name string, nat armnetwork.NatGateway) (*armnetwork.NatGateway, error) {
+	out, err := l.NatGatewayClient.CreateOrUpdate(ctx, rg, name, nat)
+	if err := l.lose(nat.Properties != nil && azcore.IsNullValue(nat.Properties.ServiceGateway), err); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lossyGateway loses the updateServices that removes the identity's
+// Outbound service.
+type lossyGateway struct {
+	azure.ServiceGatewayClient
+	*lostWrite
+}
+
+func (l lossyGateway) UpdateServices(ctx context.Context, rg, gw string, req armnetwork.ServiceGatewayUpdateServicesRequest) error {
+	err := l.ServiceGatewayClient.UpdateServices(ctx, rg, gw, req)
+	return l.lose(slices.ContainsFunc(req.ServiceRequests, func(r *armnetwork.ServiceGatewayServiceRequest) bool {
+		return r != nil && r.IsDelete != nil && *r.IsDelete && r.Service != nil && r.Service.Name != nil && *r.Service.Name == "team-a"
+	}), err)
+}
+
+// podReturnsAfterLostWrite: team-a's only pod p1 is deleted; a write of
+// the teardown is applied but reported failed, and right then p2 of team-a
+// appears. The engine must not trust its record of what the failed write
+// did: p2 ends registered behind an attached NAT gateway and a registered
+// Outbound service. (Before, the identity stayed without egress for good:
+// the chaos fault mix's "NAT gateway team-2 is not attached".)
+func podReturnsAfterLostWrite(t *testing.T, wrap func(h *harness, l *lostWrite) func(*Options)) {
 	h, _ := emulatorHarness(t, emulator.Options{ServiceGatewayPOSTStatus: emulator.SGWPostOK})
-	lossy := &lossyGateway{ServiceGatewayClient: h.clients.ServiceGateway, id: "team-a"}
-	lossy.then = func() { h.egressPod("p2", "team-a", "n1", "10.244.0.11") }
-	h.opts = func(o *Options) { o.Gateway = lossy }
+	l := &lostWrite{then: func() { h.egressPod("p2", "team-a", "n1", "10.244.0.11") }}
+	h.opts = wrap(h, l)
 	h.start()
 	h.node("n1", "10.240.0.4")
 	h.egressPod("p1", "team-a", "n1", "10.244.0.10")
@@ -112,18 +91,31 @@ func TestEgressUnregisterLostThenPodReturns(t *testing.T) {
 	})
 	h.deletePod("p1")
 	var svcs, addrs []string
+	attached := false
 	defer func() {
 		if t.Failed() {
-			t.Logf("gateway services %v, addresses %v, events %v", svcs, addrs, h.events.All())
+			t.Logf("NAT gateway attached %v, gateway services %v, addresses %v", attached, svcs, addrs)
 		}
 	}()
-	h.stepUntil(time.Second, "p2 registered under a registered Outbound service", func() bool {
+	h.stepUntil(time.Second, "p2 registered behind an attached NAT gateway and a registered Outbound service", func() bool {
+		nat, err := h.clients.NatGateway.Get(context.Background(), devenv.ResourceGroup, "team-a")
+		attached = err == nil && nat.Properties != nil && nat.Properties.ServiceGateway != nil && nat.Properties.ServiceGateway.ID != nil
 		svcs, addrs = h.gatewayServices(), gatewayAddresses(t, h.clients)
-		return slices.Contains(svcs, "team-a:Outbound") && slices.Equal(addrs, []string{"10.240.0.4: 10.244.0.11=team-a"})
+		return attached && slices.Contains(svcs, "team-a:Outbound") && slices.Equal(addrs, []string{"10.240.0.4: 10.244.0.11=team-a"})
 	})
-	lossy.mu.Lock()
-	defer lossy.mu.Unlock()
-	if !lossy.done {
-		t.Fatal("the unregistration was never lost: the test did not test the case")
+	if !l.happened() {
+		t.Fatal("no write was lost: the test did not test the case")
 	}
+}
+
+func TestEgressDetachLostThenPodReturns(t *testing.T) {
+	podReturnsAfterLostWrite(t, func(h *harness, l *lostWrite) func(*Options) {
+		return func(o *Options) { o.NatGateways = lossyNAT{NatGatewayClient: h.clients.NatGateway, lostWrite: l} }
+	})
+}
+
+func TestEgressUnregisterLostThenPodReturns(t *testing.T) {
+	podReturnsAfterLostWrite(t, func(h *harness, l *lostWrite) func(*Options) {
+		return func(o *Options) { o.Gateway = lossyGateway{ServiceGatewayClient: h.clients.ServiceGateway, lostWrite: l} }
+	})
 }
