@@ -116,6 +116,8 @@ func TestEgressDetachLostThenPodReturns(t *testing.T) {
 
 func TestEgressUnregisterLostThenPodReturns(t *testing.T) {
 	podReturnsAfterLostWrite(t, func(h *harness, l *lostWrite) func(*Options) {
-		return func(o *Options) { o.Gateway = lossyGateway{ServiceGatewayClient: h.clients.ServiceGateway, lostWrite: l} }
+		return func(o *Options) {
+			o.Gateway = lossyGateway{ServiceGatewayClient: h.clients.ServiceGateway, lostWrite: l}
+		}
 	})
 }
