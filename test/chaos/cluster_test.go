@@ -241,7 +241,10 @@ func (c *checker) waitClean(t testing.TB, bound time.Duration) time.Duration {
 			return false, nil // cut off by the bound: the last complete check says why
 		}
 		checks++
-		last, lastErr = rep, err
+		if rep != nil {
+			last = rep // the last report: a check whose reads failed has none
+		}
+		lastErr = err
 		return err == nil && rep.Clean(), nil
 	})
 	if err != nil {
@@ -256,7 +259,7 @@ func (c *checker) waitClean(t testing.TB, bound time.Duration) time.Duration {
 		if last != nil {
 			_ = last.Write(&b)
 		}
-		t.Fatalf("verify not clean %v after the last change (%d complete checks; the last one's error: %v):\n%s", bound, checks, lastErr, b.String())
+		t.Fatalf("verify not clean %v after the last change (%d complete checks; the last one's error: %v; below: the last report):\n%s", bound, checks, lastErr, b.String())
 	}
 	return time.Since(start)
 }
