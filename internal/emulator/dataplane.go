@@ -159,7 +159,12 @@ func (e *Emulator) lbRules(doc obj, now time.Time, ix *secIndex, pods map[string
 				AdminState: dataplane.AdminState(stringOf(ap["adminState"])),
 				Security:   ix.memberSecurity(vnet, subnet, ip, open)})
 		}
-		p.members = append(p.members, pods[strings.ToLower(id)]...)
+		if gw, ok := pods[strings.ToLower(id)]; ok {
+			// Whether Azure applies drainPeriodInSeconds to a pool the
+			// service gateway fills is not documented: strictest reading,
+			// a pod address that leaves has its flows reset at once.
+			p.members, p.drain = append(p.members, gw...), 0
+		}
 		pools[strings.ToLower(id)] = p
 	}
 	probes := map[string]*dataplane.Probe{}

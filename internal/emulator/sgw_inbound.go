@@ -19,10 +19,20 @@ import (
 // security groups of the node's subnet and network interface guard it,
 // with the pod's address as the destination; a pod whose node has neither
 // gets nothing, as a Standard load balancer's member gets nothing without
-// a group (strictest reading, docs/emulator.md).
+// a group (strictest reading, docs/emulator.md). Every pool an Inbound
+// service names has a key, members or not.
 func (e *Emulator) gatewayMembers(now time.Time, ix *secIndex) map[string][]dataplane.Member {
 	out := map[string][]dataplane.Member{}
 	e.forEachGateway(now, func(_ string, st *sgwState) bool {
+		for _, svc := range st.services {
+			if strings.Contains(strings.ToLower(svc.typ), "inbound") {
+				for _, p := range svc.pools {
+					if _, ok := out[strings.ToLower(p.id)]; !ok {
+						out[strings.ToLower(p.id)] = nil // a gateway pool, even without members
+					}
+				}
+			}
+		}
 		for _, loc := range st.sortedLocations() {
 			l := st.locs[loc]
 			addrs := make([]netip.Addr, 0, len(l.addrs))

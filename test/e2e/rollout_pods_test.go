@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,16 +47,18 @@ const podReadinessLead = 2 * time.Second
 // gate is True, and then a_i terminates: it serves for 5 s (its endpoint
 // serving and terminating), then exits and leaves the slice. Three
 // sessions (keep-alive connections, a request every 100 ms) to each old pod
-// close 1 s before it exits; the Service's pool has a drain period of 2 s,
-// so that the flows a pod has when its address leaves the gateway go on for
-// that long. Two ways for the old pod to end:
+// close before its address leaves the gateway: the emulator applies no
+// drain period to a pool the gateway fills (Azure does not document that
+// it does), so flows a pod has then are reset. Two ways for the old pod to
+// end:
 //
 //   - readiness-first: it fails its readiness probe podReadinessLead before
-//     it exits (serving false), as docs/admin-state.md advises. Wanted: no new
-//     connection fails and no session is reset.
+//     it exits (serving false), as docs/admin-state.md advises.
 //   - exits-while-serving: its endpoint says serving until it is gone.
-//     Wanted: no session reset; the new connections that fail (sent to it
-//     between its exit and its address leaving the gateway) are reported.
+//
+// Wanted in both: no session reset, and no new connection failing except
+// around an old pod's removal (in flight to it then, or sent to it between
+// its exit and its address leaving the gateway); those are reported.
 func TestPodBasedRollingUpdate(t *testing.T) {
 	for _, sc := range []struct {
 		name           string
@@ -72,7 +75,7 @@ func podRollout(t *testing.T, readinessFirst bool) {
 	// addresses of a pod network, which the data plane reaches on podNet.
 	podCIDR := netip.MustParsePrefix("10.244.77.0/24")
 	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(),
-		PodLoopback: emulator.PrefixMap{From: podCIDR, To: podNet}, Features: []string{emulator.FeatureConnectionDraining}},
+		PodLoopback: emulator.PrefixMap{From: podCIDR, To: podNet}},
 		nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
 	if err != nil {
 		t.Fatal(err)
@@ -87,10 +90,9 @@ func podRollout(t *testing.T, readinessFirst bool) {
 		createNode(t, n, testutil.Nth(nodeNet, i+1).String(), nil)
 	}
 	startController(t, "a", writeConfigFor(t, env, map[string]any{
-		"serviceGatewayEnabled":                       true,
-		"loadBalancerBackendPoolConfigurationType":    "podIP",
-		"loadBalancerSku":                             "service",
-		"loadBalancerBackendPoolDrainPeriodInSeconds": rolloutDrain,
+		"serviceGatewayEnabled":                    true,
+		"loadBalancerBackendPoolConfigurationType": "podIP",
+		"loadBalancerSku":                          "service",
 	}), false)
 	ns := createNamespace(t)
 	optInReadinessGate(t, ns)
@@ -147,6 +149,20 @@ func podRollout(t *testing.T, readinessFirst bool) {
 		old[a] = openSessions(t, frontend, a, 3)
 	}
 	var gateWaits []time.Duration
+	var removedMu sync.Mutex
+	var removed []time.Time // when an old pod's address was taken out (its readiness failed, or it exited)
+	removal := func() {
+		removedMu.Lock()
+		defer removedMu.Unlock()
+		removed = append(removed, time.Now())
+	}
+	sessionEnd := rolloutSessionEnd
+	if readinessFirst {
+		// Before its address leaves: the flows a pod has then are reset
+		// (the emulator applies no drain period to a pool the gateway
+		// fills).
+		sessionEnd = rolloutGrace - podReadinessLead - 500*time.Millisecond
+	}
 	rep, resets, took := playRollout(t, "pod-rolling-update", frontend, "a3", 60*time.Second, old, len(nodes), func(i int, p *rolloutPlay) {
 		node := []string{nodes[1], nodes[2], nodes[0]}[i]
 		b, a := fmt.Sprintf("b%d", i+1), fmt.Sprintf("a%d", i+1)
@@ -157,15 +173,17 @@ func podRollout(t *testing.T, readinessFirst bool) {
 		pods.setReady(b)
 		es.set(t, b, node, "ready")
 		es.set(t, a, nodes[i], "serving-terminating")
-		p.endSessions(old[a], rolloutSessionEnd)
+		p.endSessions(old[a], sessionEnd)
 		srv := servers[a]
 		p.later(func() {
 			if readinessFirst {
 				time.Sleep(rolloutGrace - podReadinessLead) // the schedule: the pod stops accepting
+				removal()
 				es.set(t, a, nodes[i], "terminating")
 				time.Sleep(podReadinessLead) // the schedule: it exits
 			} else {
 				time.Sleep(rolloutGrace) // the schedule: it exits
+				removal()
 			}
 			srv.Stop()
 			es.remove(t, a)
@@ -187,8 +205,23 @@ func podRollout(t *testing.T, readinessFirst bool) {
 	}
 	t.Logf("timeline of a3, the last old pod (100 ms per character; # a3, x failed, . other pods, | start):\n%s",
 		rep.Timeline("a3", 100*time.Millisecond))
-	if resets != 0 || (readinessFirst && rep.Failed != 0) {
-		t.Errorf("the rolling update failed %d new connections and reset %d sessions; want 0 and 0", rep.Failed, resets)
+	if resets != 0 {
+		t.Errorf("the rolling update reset %d sessions; want 0", resets)
+	}
+	// A new connection may fail only around the moment an old pod's address
+	// is taken out: one in flight to it then is reset, and one sent to a pod
+	// that exited before its address left fails. Anywhere else is a defect.
+	removedMu.Lock()
+	defer removedMu.Unlock()
+	for _, r := range rep.Results {
+		if r.Err == nil || r.Start.Before(rep.Event) {
+			continue
+		}
+		if !slices.ContainsFunc(removed, func(at time.Time) bool {
+			return r.Start.After(at.Add(-time.Second)) && r.Start.Before(at.Add(2*time.Second))
+		}) {
+			t.Errorf("new connection %v after the start failed away from any old pod's removal: %v", r.Start.Sub(rep.Event).Round(time.Millisecond), r.Err)
+		}
 	}
 	for _, b := range []string{"b1", "b2", "b3"} {
 		if served[b] == 0 {
