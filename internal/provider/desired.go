@@ -179,8 +179,10 @@ func buildServiceLBState(in desiredInput) (*serviceLBState, error) {
 // and sends to the port's NodePort, as the Azure cloud provider does
 // (docs/load-balancers.md, Dual-stack). The HA ports rule is not a port's
 // rule: it keeps the Service's setting (see buildServiceLBState).
-func (in desiredInput) portFloatingIP() bool {
-	return in.spec.EnableFloatingIP && !internalIPv6(in.spec, in.frontend.family)
+func (in desiredInput) portFloatingIP() bool { return portFloatingIP(in.spec, in.frontend.family) }
+
+func portFloatingIP(spec *annotations.ServiceSpec, family v1.IPFamily) bool {
+	return spec.EnableFloatingIP && !internalIPv6(spec, family)
 }
 
 // internalIPv6 reports whether a Service's rules of the family are on the

@@ -55,9 +55,9 @@ func (p *Provider) checkNodePorts(svc *v1.Service, spec *annotations.ServiceSpec
 		if port.NodePort != 0 || spec.Port(port.Port).NoLBRule || (spec.HAPorts && i > 0) {
 			continue // an HA ports rule sends to any port and takes the first port's probe
 		}
-		floatingOff := !spec.EnableFloatingIP && !spec.HAPorts
+		floatingOff := false
 		for _, f := range families {
-			floatingOff = floatingOff || (internalIPv6(spec, f) && !spec.HAPorts)
+			floatingOff = floatingOff || (!portFloatingIP(spec, f) && !spec.HAPorts)
 		}
 		if floatingOff {
 			missing = append(missing, fmt.Sprintf("spec.ports[%d] (port %d)", i, port.Port))
