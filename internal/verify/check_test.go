@@ -439,6 +439,21 @@ func TestPodBased(t *testing.T) {
 	if r := Check(s); !r.Clean() {
 		t.Fatalf("%s", findings(r))
 	}
+	// The pool carries the configured drain period, as node mode's do.
+	cfg.LoadBalancerBackendPoolDrainPeriodInSeconds = ptr.To(30)
+	if r := Check(s); len(r.Findings) != 1 || !strings.Contains(findings(r), "pool "+uid+" has drainPeriodInSeconds 0, want 30") {
+		t.Fatalf("drain period configured, none on the pod pool: %s", findings(r))
+	}
+	pool := s.LoadBalancers[0].Properties.BackendAddressPools[0]
+	pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{DrainPeriodInSeconds: ptr.To[int32](30)}
+	if r := Check(s); !r.Clean() {
+		t.Fatalf("drain period on the pod pool: %s", findings(r))
+	}
+	cfg.LoadBalancerBackendPoolDrainPeriodInSeconds = nil
+	if r := Check(s); len(r.Findings) != 1 || !strings.Contains(findings(r), "has drainPeriodInSeconds 30, want 0") {
+		t.Fatalf("none configured, one on the pod pool: %s", findings(r))
+	}
+	pool.Properties = nil
 	// security-groups.md does not cover pod-based load balancing: a
 	// configured security group changes nothing.
 	cfg.SecurityGroupName = "nsg"

@@ -54,18 +54,26 @@ func mayLinger(cfg *config.Config, n *v1.Node) bool {
 	return why == "tainted "+taintToBeDeleted
 }
 
-// checkDrainPeriod: a pool azlb owns and a rule uses carries the configured
-// drainPeriodInSeconds (30 by default; 0 means unset, and unset and 0 are
-// the same).
-func (m *nodeMode) checkDrainPeriod(lbName string, p *armnetwork.BackendAddressPool) {
-	want := m.cfg.BackendPoolDrainPeriodInSeconds()
-	var got int32
+// drainPeriodDoc documents loadBalancerBackendPoolDrainPeriodInSeconds.
+const drainPeriodDoc = "configuration.md#backend-pool-drain-period-loadbalancerbackendpooldrainperiodinseconds"
+
+// drainPeriodWrong: a pool azlb owns carries the configured
+// drainPeriodInSeconds (0 by default; 0 means unset, and unset and 0 are
+// the same). It returns what the pool has and what is wanted, and whether
+// they differ.
+func drainPeriodWrong(cfg *config.Config, p *armnetwork.BackendAddressPool) (got, want int32, wrong bool) {
+	want = cfg.BackendPoolDrainPeriodInSeconds()
 	if p.Properties != nil {
 		got = ptr.Deref(p.Properties.DrainPeriodInSeconds, 0)
 	}
-	if got != want {
-		m.r.add(fmt.Sprintf("pool %s/%s", lbName, ptr.Deref(p.Name, "")),
-			"configuration.md#backend-pool-drain-period-loadbalancerbackendpooldrainperiodinseconds",
+	return got, want, got != want
+}
+
+// checkDrainPeriod: a pool azlb owns and a rule uses carries the configured
+// drain period.
+func (m *nodeMode) checkDrainPeriod(lbName string, p *armnetwork.BackendAddressPool) {
+	if got, want, wrong := drainPeriodWrong(m.cfg, p); wrong {
+		m.r.add(fmt.Sprintf("pool %s/%s", lbName, ptr.Deref(p.Name, "")), drainPeriodDoc,
 			"has drainPeriodInSeconds %d, want %d (loadBalancerBackendPoolDrainPeriodInSeconds; 0: unset)", got, want)
 	}
 }

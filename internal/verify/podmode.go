@@ -242,8 +242,11 @@ func (m *podMode) checkLB(svc *v1.Service, lb *armnetwork.LoadBalancer, pip *arm
 	pools := poolsOf(lb)
 	if len(pools) != 1 || !strings.EqualFold(ptr.Deref(pools[0].Name, ""), uid) {
 		m.r.add(obj, podDoc, "load balancer %s has %d pools, want exactly one named %s", uid, len(pools), uid)
-	} else if n := len(entriesOf(pools[0])); n > 0 {
-		m.r.add(obj, podDoc, "pool %s has %d addresses, want none (its members come from the service gateway)", uid, n)
+	} else {
+		if n := len(entriesOf(pools[0])); n > 0 {
+			m.r.add(obj, podDoc, "pool %s has %d addresses, want none (its members come from the service gateway)", uid, n)
+		}
+		m.checkDrainPeriod(obj, uid, pools[0])
 	}
 	if n := len(probesOf(lb)); n > 0 {
 		m.r.add(obj, podDoc, "load balancer %s has %d probes, want none", uid, n)
@@ -264,6 +267,15 @@ func (m *podMode) checkLB(svc *v1.Service, lb *armnetwork.LoadBalancer, pip *arm
 		want[lower(w.name)] = w
 	}
 	compareRules(m.r, obj, uid, rulesOf(lb), want, nil, ruleDocs{extra: podDoc, diff: podDoc, caller: "port"})
+}
+
+// checkDrainPeriod: the Service's pool carries the configured drain
+// period, as the pools of node mode do.
+func (m *podMode) checkDrainPeriod(obj, uid string, p *armnetwork.BackendAddressPool) {
+	if got, want, wrong := drainPeriodWrong(m.s.Config, p); wrong {
+		m.r.add(obj, drainPeriodDoc,
+			"pool %s has drainPeriodInSeconds %d, want %d (loadBalancerBackendPoolDrainPeriodInSeconds; 0: unset)", uid, got, want)
+	}
 }
 
 func (m *podMode) checkRegistration(svc *v1.Service, gs *armnetwork.ServiceGatewayService) {
