@@ -107,8 +107,7 @@ type Provider struct {
 	collectMu sync.Mutex
 	collected bool
 
-	seenMu      sync.Mutex
-	seenNodeIPs map[string]v1.IPFamily // every node address seen (knownNodeAddresses)
+	nodeAddrs nodeAddressBook // every node address seen (knownNodeAddresses)
 
 	// pipAddrs are the addresses of the public IPs read (lower-cased id
 	// -> address): which shared frontend an address belongs to.

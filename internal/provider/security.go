@@ -92,28 +92,6 @@ func securityPorts(svc *v1.Service, spec *annotations.ServiceSpec) []accesscontr
 	return out
 }
 
-// nodeAddresses are the InternalIPs of the nodes, per family.
-func nodeAddresses(nodes []*v1.Node) map[v1.IPFamily][]string {
-	out := map[v1.IPFamily][]string{}
-	for _, n := range nodes {
-		for _, a := range n.Status.Addresses {
-			if a.Type != v1.NodeInternalIP {
-				continue
-			}
-			ip, err := netip.ParseAddr(a.Address)
-			if err != nil {
-				continue
-			}
-			fam := v1.IPv4Protocol
-			if !ip.Is4() {
-				fam = v1.IPv6Protocol
-			}
-			out[fam] = append(out[fam], ip.String())
-		}
-	}
-	return out
-}
-
 // ensureSecurityRules writes the Service's NSG change: its old destinations
 // leave every rule and it gets the rules its access settings ask for.
 // frontends are the Service's frontend addresses by family (empty on
@@ -174,7 +152,7 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 	if p.sg == nil {
 		return nil
 	}
-	nodeIPs := nodeAddresses(p.eligibleNodes(p.freshNodes(nodes)))
+	nodeIPs := p.nodeAddrs.addresses(p.eligibleNodes(p.freshNodes(nodes)))
 	// Its node ports leave every node, eligible or not: a node that
 	// became ineligible (excluded, deleted) may still be in a rule.
 	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, p.knownNodeAddresses(nodes), released),
@@ -383,7 +361,7 @@ func (p *Provider) liveAddresses(ctx context.Context) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ips := range nodeAddresses(nodes) {
+	for _, ips := range p.nodeAddrs.addresses(nodes) {
 		for _, a := range ips {
 			live[a] = true
 		}
@@ -562,35 +540,14 @@ func knownFrontendAddresses(spec *annotations.ServiceSpec, inputs []frontendInpu
 	return out, true
 }
 
-// maxSeenNodeAddresses bounds the memory of node addresses seen: past it
-// the memory starts again from the current nodes (deleted nodes' addresses
-// are then collected at the next start).
-const maxSeenNodeAddresses = 50000
-
 // knownNodeAddresses are the addresses of the nodes passed in, of the node
 // lister, and of every node seen since the start: a node deleted since
 // still has its grants (found by the chaos suite), and a Service's node
-// ports must leave it too.
+// ports must leave it too. Shared: read only.
 func (p *Provider) knownNodeAddresses(nodes []*v1.Node) map[v1.IPFamily][]string {
-	all := nodes
+	var listed []*v1.Node
 	if p.nodes != nil {
-		if listed, err := p.nodes.List(labels.Everything()); err == nil {
-			all = append(append([]*v1.Node(nil), listed...), nodes...)
-		}
+		listed, _ = p.nodes.List(labels.Everything())
 	}
-	p.seenMu.Lock()
-	defer p.seenMu.Unlock()
-	if p.seenNodeIPs == nil || len(p.seenNodeIPs) > maxSeenNodeAddresses {
-		p.seenNodeIPs = map[string]v1.IPFamily{}
-	}
-	for fam, ips := range nodeAddresses(all) {
-		for _, a := range ips {
-			p.seenNodeIPs[a] = fam
-		}
-	}
-	out := map[v1.IPFamily][]string{}
-	for a, fam := range p.seenNodeIPs {
-		out[fam] = append(out[fam], a)
-	}
-	return out
+	return p.nodeAddrs.known(listed, nodes)
 }
