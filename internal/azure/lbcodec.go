@@ -24,7 +24,8 @@ import (
 // How: encoding marshals the load balancer without its properties and the
 // properties without those three lists with the SDK, then appends the lists
 // to the properties object. Decoding splits the top-level object and the
-// properties object into raw members, decodes the three lists with the
+// properties object into raw members (slices of the answer, not copies:
+// jsonsplit.go), decodes the three lists with the
 // codec and hands everything else, re-assembled, to the SDK. The semantics
 // are the SDK's: a repeated member's last value wins, null and absent leave
 // a field nil, unknown members are ignored, an element holding a NullValue
@@ -142,8 +143,8 @@ func decodeLB(data []byte) (armnetwork.LoadBalancer, error) {
 	fail := func(err error) (armnetwork.LoadBalancer, error) {
 		return armnetwork.LoadBalancer{}, fmt.Errorf("unmarshalling type %T: %w", &lb, err)
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
+	top, err := splitObject(data)
+	if err != nil {
 		return fail(err)
 	}
 	propsRaw, hasProps := top["properties"]
@@ -154,8 +155,8 @@ func decodeLB(data []byte) (armnetwork.LoadBalancer, error) {
 	if !hasProps || isNull(propsRaw) {
 		return lb, nil
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(propsRaw, &members); err != nil {
+	members, err := splitObject(propsRaw)
+	if err != nil {
 		return fail(fmt.Errorf("struct field Properties: %w", err))
 	}
 	poolsRaw, rulesRaw, probesRaw := members["backendAddressPools"], members["loadBalancingRules"], members["probes"]
@@ -166,7 +167,6 @@ func decodeLB(data []byte) (armnetwork.LoadBalancer, error) {
 	if err := sdkDecodeMembers(members, props); err != nil {
 		return fail(fmt.Errorf("struct field Properties: %w", err))
 	}
-	var err error
 	if props.BackendAddressPools, err = decodeList(poolsRaw, "BackendAddressPools", func(p *poolResult) *armnetwork.BackendAddressPool {
 		return &p.BackendAddressPool
 	}); err != nil {
