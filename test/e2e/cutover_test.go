@@ -3,18 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/backendpool"
-	"github.com/azlb/azlb/internal/devenv"
-	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/testutil"
 )
 
@@ -28,59 +23,9 @@ import (
 // established before the taint keeps working; (c) taint and stop at once:
 // failures only for the few tens of milliseconds the cutover takes.
 func TestTrafficCutover(t *testing.T) {
-	ctx := context.Background()
-	public, nodes := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	// The nodes are the subnet, so the subnet's NSG (where the controller
-	// writes the Service's allow rule) governs their flows.
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil, devenv.WithNetwork(devenv.NodeNetwork(nodes)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
-	names := []string{"cut-n1", "cut-n2", "cut-n3", "cut-n4"}
-	for i, name := range names {
-		createNode(t, name, testutil.Nth(nodes, i+1).String(), nil)
-	}
-	startController(t, "a", writeConfigFor(t, env, nil), false)
-	ns := createNamespace(t)
-	ingress := testutil.Nth(public, 1) // the range's first public IP
-	svc := loadBalancerService(ns, "web", int32(testutil.FreePort(t, ingress)))
-	svc.Annotations = map[string]string{annotations.KeyDisableFloatingIP: "true"} // the backend port is the node port
-	svc, err = suite.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Gone before the controller stops (cleanups run last first): a
-	// Service left behind with its finalizer would join the next test's
-	// load balancer.
-	t.Cleanup(func() {
-		deleteService(t, ns, "web")
-		eventually(t, 60*time.Second, "the Service deleted", func(ctx context.Context) (bool, error) {
-			_, err := suite.cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
-	nodePort := uint16(svc.Spec.Ports[0].NodePort)
-	backends := map[string]*testutil.Backend{}
-	for i, name := range names {
-		backends[name] = testutil.StartBackend(t, name, netip.AddrPortFrom(testutil.Nth(nodes, i+1), nodePort))
-	}
-	if ip := ingressIP(t, ns, "web"); ip != ingress.String() {
-		t.Fatalf("ingress IP %s, want %s", ip, ingress)
-	}
-	eventually(t, 30*time.Second, "every node probed up in the data plane", func(context.Context) (bool, error) {
-		st, _ := env.Emulator().DataPlaneStatus()
-		if len(st.Rules) != 1 || len(st.Rules[0].Members) != len(names) {
-			return false, nil
-		}
-		for _, m := range st.Rules[0].Members {
-			if !m.Eligible {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	frontend := netip.AddrPortFrom(ingress, uint16(svc.Spec.Ports[0].Port))
+	cluster := startDataPlaneClusterWith(t, "cut", 4, clusterOptions{})
+	names := cluster.nodes
+	frontend, backends := cluster.nodePortWeb(t)
 
 	// b and c first: each leaves the node Down and stopped, which the
 	// next scenario does not mind.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/adminstate"
-	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
@@ -48,59 +47,14 @@ import (
 // `kubectl wait --for=condition=LoadBalancerDrained` waits for), and False
 // when the taint is removed.
 func TestScaleDownDrain(t *testing.T) {
-	ctx := context.Background()
-	public, nodes := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
 	// The subscription registered connection draining, which a pool's drain
-	// period needs (docs/admin-state.md).
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(), Features: []string{emulator.FeatureConnectionDraining}},
-		nil, devenv.WithNetwork(devenv.NodeNetwork(nodes)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
-	names := []string{"drain-n1", "drain-n2", "drain-n3", "drain-n4"}
-	for i, name := range names {
-		createNode(t, name, testutil.Nth(nodes, i+1).String(), nil)
-	}
-	// The default deletion taints, and a 30 s drain period.
-	startController(t, "a", writeConfigFor(t, env, map[string]any{"loadBalancerBackendPoolDrainPeriodInSeconds": 30}), false)
-	ns := createNamespace(t)
-	ingress := testutil.Nth(public, 1)
-	svc := loadBalancerService(ns, "web", int32(testutil.FreePort(t, ingress)))
-	svc.Annotations = map[string]string{annotations.KeyDisableFloatingIP: "true"} // the backend port is the node port
-	svc, err = suite.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		deleteService(t, ns, "web")
-		eventually(t, 60*time.Second, "the Service deleted", func(ctx context.Context) (bool, error) {
-			_, err := suite.cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
-	nodePort := uint16(svc.Spec.Ports[0].NodePort)
-	backends := map[string]*testutil.Backend{}
-	for i, name := range names {
-		backends[name] = testutil.StartBackend(t, name, netip.AddrPortFrom(testutil.Nth(nodes, i+1), nodePort))
-	}
-	if ip := ingressIP(t, ns, "web"); ip != ingress.String() {
-		t.Fatalf("ingress IP %s, want %s", ip, ingress)
-	}
-	eventually(t, 30*time.Second, "every node probed up in the data plane", func(context.Context) (bool, error) {
-		st, _ := env.Emulator().DataPlaneStatus()
-		if len(st.Rules) != 1 || len(st.Rules[0].Members) != len(names) {
-			return false, nil
-		}
-		for _, m := range st.Rules[0].Members {
-			if !m.Eligible {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	// period needs (docs/admin-state.md); the default deletion taints, and a
+	// 30 s drain period.
+	c := startDataPlaneClusterWith(t, "drain", 4, clusterOptions{features: []string{emulator.FeatureConnectionDraining},
+		config: map[string]any{"loadBalancerBackendPoolDrainPeriodInSeconds": 30}})
+	env, names := c.env, c.nodes
+	frontend, backends := c.nodePortWeb(t)
 	drain := logDrainPeriod(t, env)
-	frontend := netip.AddrPortFrom(ingress, uint16(svc.Spec.Ports[0].Port))
 
 	type order struct {
 		name                    string

@@ -264,3 +264,13 @@ func deleteService(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 }
+
+// deleteServiceAndWait deletes the Service and waits until it is gone (its
+// finalizer removed by the controller, which must still run).
+func deleteServiceAndWait(t *testing.T, ns, name string) {
+	deleteService(t, ns, name)
+	eventually(t, 60*time.Second, "the Service "+name+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := suite.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}

@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -25,7 +24,6 @@ import (
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/names"
-	"github.com/azlb/azlb/internal/nodeagent"
 	"github.com/azlb/azlb/internal/readinessgate"
 	"github.com/azlb/azlb/internal/testutil"
 )
@@ -197,42 +195,20 @@ func playRollout(t *testing.T, name string, frontend netip.AddrPort, last string
 	return rep, resets, finished.Sub(rep.Event)
 }
 
-// rolloutCluster is startDataPlaneCluster's cluster with multiple Standard
-// load balancers, the short batching window and drain period of the
-// rollout, and four nodes.
-type rolloutCluster struct {
-	env    *devenv.Env
-	public netip.Prefix
-	nodes  []string
-	ns     string
-}
+// rolloutCluster is a data plane cluster (startDataPlaneClusterWith) with
+// multiple Standard load balancers, the short batching window and drain
+// period of the rollout, and four nodes.
+type rolloutCluster struct{ *dataPlaneCluster }
 
 func startRolloutCluster(t *testing.T) *rolloutCluster {
 	t.Helper()
-	ctx := context.Background()
-	public, nodeNet := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(), Features: []string{emulator.FeatureConnectionDraining}},
-		nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
-	c := &rolloutCluster{env: env, public: public}
-	var agents []nodeagent.Node
-	for i := range 4 {
-		name, ip := fmt.Sprintf("roll-n%d", i+1), testutil.Nth(nodeNet, i+1)
-		createNode(t, name, ip.String(), nil)
-		c.nodes = append(c.nodes, name)
-		agents = append(agents, nodeagent.Node{Name: name, IPs: []string{ip.String()}})
-	}
-	runProxies(t, agents)
-	startController(t, "a", writeConfigFor(t, env, map[string]any{
-		"multipleStandardLoadBalancerConfigurations":     []map[string]any{{"name": lbName}},
-		"loadBalancerBackendPoolUpdateIntervalInSeconds": rolloutInterval,
-		"loadBalancerBackendPoolDrainPeriodInSeconds":    rolloutDrain,
-	}), false)
-	c.ns = createNamespace(t)
-	return c
+	return &rolloutCluster{startDataPlaneClusterWith(t, "roll", 4, clusterOptions{proxies: true,
+		features: []string{emulator.FeatureConnectionDraining},
+		config: map[string]any{
+			"multipleStandardLoadBalancerConfigurations":     []map[string]any{{"name": lbName}},
+			"loadBalancerBackendPoolUpdateIntervalInSeconds": rolloutInterval,
+			"loadBalancerBackendPoolDrainPeriodInSeconds":    rolloutDrain,
+		}})}
 }
 
 // waitPool waits until the pool's entries are exactly want (name/adminState,
@@ -412,16 +388,6 @@ func (s *rolloutSlice) write(t *testing.T) {
 	if err != nil {
 		t.Errorf("update EndpointSlice %s: %v", s.name, err)
 	}
-}
-
-// deleteServiceAndWait deletes the Service and waits until it is gone (its
-// finalizer removed by the controller, which must still run).
-func deleteServiceAndWait(t *testing.T, ns, name string) {
-	deleteService(t, ns, name)
-	eventually(t, 60*time.Second, "the Service "+name+" deleted", func(ctx context.Context) (bool, error) {
-		_, err := suite.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
 }
 
 // TestPodReadinessGate: with pod-based load balancing, a pod that declares

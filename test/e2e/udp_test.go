@@ -14,12 +14,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 
+	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/nodeagent"
@@ -132,10 +132,28 @@ type dataPlaneCluster struct {
 // startDataPlaneCluster starts a cluster of n nodes named prefix-n1, ...
 // Everything stops when the test ends.
 func startDataPlaneCluster(t *testing.T, prefix string, n int) *dataPlaneCluster {
+	return startDataPlaneClusterWith(t, prefix, n, clusterOptions{proxies: true})
+}
+
+// clusterOptions are what a data plane cluster's tests change.
+type clusterOptions struct {
+	// features are the subscription's registered features.
+	features []string
+	// config is added to the controller's azure.json.
+	config map[string]any
+	// proxies runs the simulated kube-proxy on each node; without it the
+	// test serves the node ports itself.
+	proxies bool
+}
+
+func startDataPlaneClusterWith(t *testing.T, prefix string, n int, o clusterOptions) *dataPlaneCluster {
 	t.Helper()
 	ctx := context.Background()
 	public, nodeNet := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
-	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String()}, nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
+	// The nodes are the subnet, so the subnet's NSG (where the controller
+	// writes the Services' rules) governs their flows.
+	env, err := devenv.Start(ctx, t.TempDir(), emulator.Options{DataPlane: true, PublicIPv4CIDR: public.String(), Features: o.features},
+		nil, devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +167,10 @@ func startDataPlaneCluster(t *testing.T, prefix string, n int) *dataPlaneCluster
 		c.addrs[name] = ip
 		agents = append(agents, nodeagent.Node{Name: name, IPs: []string{ip.String()}})
 	}
-	runProxies(t, agents)
-	startController(t, "a", writeConfigFor(t, env, nil), false)
+	if o.proxies {
+		runProxies(t, agents)
+	}
+	startController(t, "a", writeConfigFor(t, env, o.config), false)
 	c.ns = createNamespace(t)
 	return c
 }
@@ -191,13 +211,7 @@ func (c *dataPlaneCluster) createService(t *testing.T, svc *v1.Service, endpoint
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		deleteService(t, c.ns, svc.Name)
-		eventually(t, 60*time.Second, "the Service "+svc.Name+" deleted", func(ctx context.Context) (bool, error) {
-			_, err := suite.cs.CoreV1().Services(c.ns).Get(ctx, svc.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-	})
+	t.Cleanup(func() { deleteServiceAndWait(t, c.ns, svc.Name) })
 	if _, err := suite.cs.DiscoveryV1().EndpointSlices(c.ns).Create(ctx, endpointSlice(c.ns, svc.Name, endpointNodes...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -261,4 +275,45 @@ func (c *dataPlaneCluster) ruleStatus(fe netip.AddrPort) string {
 		return "no rule on " + fe.String()
 	}
 	return strings.Join(out, "; ")
+}
+
+// nodePortWeb creates the Service "web" (floating IP off: the backend port
+// is the node port) on every node of the cluster, without endpoints, and a
+// test backend on each node's node port, named after the node. It returns
+// the frontend once the ingress IP is the range's first public IP and
+// every node is probed up in the data plane.
+func (c *dataPlaneCluster) nodePortWeb(t *testing.T) (netip.AddrPort, map[string]*testutil.Backend) {
+	t.Helper()
+	ingress := testutil.Nth(c.public, 1)
+	svc := loadBalancerService(c.ns, "web", int32(testutil.FreePort(t, ingress)))
+	svc.Annotations = map[string]string{annotations.KeyDisableFloatingIP: "true"}
+	svc, err := suite.cs.CoreV1().Services(c.ns).Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gone before the controller stops (cleanups run last first): a
+	// Service left behind with its finalizer would join the next test's
+	// load balancer.
+	t.Cleanup(func() { deleteServiceAndWait(t, c.ns, "web") })
+	nodePort := uint16(svc.Spec.Ports[0].NodePort)
+	backends := map[string]*testutil.Backend{}
+	for _, name := range c.nodes {
+		backends[name] = testutil.StartBackend(t, name, netip.AddrPortFrom(c.addrs[name], nodePort))
+	}
+	if ip := ingressIP(t, c.ns, "web"); ip != ingress.String() {
+		t.Fatalf("ingress IP %s, want %s", ip, ingress)
+	}
+	eventually(t, 30*time.Second, "every node probed up in the data plane", func(context.Context) (bool, error) {
+		st, _ := c.env.Emulator().DataPlaneStatus()
+		if len(st.Rules) != 1 || len(st.Rules[0].Members) != len(c.nodes) {
+			return false, nil
+		}
+		for _, m := range st.Rules[0].Members {
+			if !m.Eligible {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return netip.AddrPortFrom(ingress, uint16(svc.Spec.Ports[0].Port)), backends
 }
