@@ -66,7 +66,7 @@ const (
 type Gateway interface {
 	// HoldsPodAddress reports whether the gateway holds one of the pod
 	// addresses for the Service with this UID; managed is false when the
-	// gateway has no record of the Service.
+	// gateway has no record of the Service or withholds its pods.
 	HoldsPodAddress(svc types.UID, ips ...netip.Addr) (held, managed bool)
 	// RecheckEndpoints has the gateway read the Service's endpoints again.
 	RecheckEndpoints(namespace, service string)

@@ -18,7 +18,7 @@
 //     reason LoadBalancerReady when the gateway holds one of the pod's
 //     addresses for every LoadBalancer Service it serves that selects the
 //     pod (or NotLoadBalanced when none does; a Service the gateway has no
-//     record of is not waited for), reason Timeout when that has
+//     record of, or whose pods it withholds, is not waited for), reason Timeout when that has
 //     not happened within Options.Timeout (DefaultTimeout, fail-open: a stuck
 //     gateway never blocks a rollout for ever; a Warning event
 //     LoadBalancerReadinessGateTimeout on the pod). Once True it is never

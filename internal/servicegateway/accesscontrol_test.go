@@ -2,6 +2,7 @@ package servicegateway
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -42,11 +43,19 @@ func TestSourceRestrictionWithdrawsThePods(t *testing.T) {
 	if h.arm.LB(uid(svc)) == nil || h.arm.PublicIP(uid(svc)+"-pip") == nil || !h.registered(svc) {
 		t.Fatal("the load balancer, public IP or registration went: only the pods should")
 	}
+	// A readiness gate does not wait for a withheld Service's pods.
+	pod := netip.MustParseAddr("10.2.0.10")
+	if held, managed := h.engine.HoldsPodAddress(svc.UID, pod); held || managed {
+		t.Errorf("withheld: HoldsPodAddress = held %v, managed %v; want neither (the gate must not wait for it)", held, managed)
+	}
 
 	h.restart()
 	h.idle()
 	if got := h.arm.Addresses(); len(got) != 0 {
 		t.Fatalf("after a restart the gateway holds %v, want nothing for the restricted Service", got)
+	}
+	if held, managed := h.engine.HoldsPodAddress(svc.UID, pod); held || managed {
+		t.Errorf("withheld after a restart: HoldsPodAddress = held %v, managed %v; want neither", held, managed)
 	}
 
 	h.setSourceRanges(svc, nil)
@@ -56,6 +65,9 @@ func TestSourceRestrictionWithdrawsThePods(t *testing.T) {
 	h.waitAddresses("10.1.0.4: 10.2.0.10=" + uid(svc))
 	if got := h.waitReady(svc); got != ip {
 		t.Errorf("ingress IP %s after the restriction was removed, want %s", got, ip)
+	}
+	if held, managed := h.engine.HoldsPodAddress(svc.UID, pod); !held || !managed {
+		t.Errorf("admitted again: HoldsPodAddress = held %v, managed %v; want both", held, managed)
 	}
 }
 

@@ -36,12 +36,15 @@ func (e *Controller) UseGatedPods(g GatedPods) {
 // map) one of the pod addresses ips for the Service with this UID, as far
 // as the engine's mirror of the gateway knows. managed is false when the
 // engine has no record of the Service (not pod-based, not azlb's, or not
-// admitted yet).
+// admitted yet), and when the Service is withheld (a source restriction
+// azlb cannot enforce: its pods are kept out of the gateway until the
+// Service changes, so a gate waiting for them would only hold the rollout
+// until its timeout).
 func (e *Controller) HoldsPodAddress(svc types.UID, ips ...netip.Addr) (held, managed bool) {
 	uid := uidKey(svc)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.states[uid]; !ok {
+	if st, ok := e.states[uid]; !ok || st.withheld {
 		return false, false
 	}
 	for k := range e.tracker.nrpBy[uid] {
