@@ -34,23 +34,12 @@ func scaleSetIPConfig(cfgs []*armcompute.VirtualMachineScaleSetNetworkConfigurat
 	if nic == nil {
 		return nil
 	}
-	ipcs := nic.Properties.IPConfigurations
-	for _, ic := range ipcs {
-		if ic == nil || ic.Properties == nil {
-			continue
+	return pickIPConfig(nic.Properties.IPConfigurations, family, func(ic *armcompute.VirtualMachineScaleSetIPConfiguration) (bool, bool, bool) {
+		if ic.Properties == nil {
+			return false, false, false
 		}
-		v6 := ic.Properties.PrivateIPAddressVersion != nil && *ic.Properties.PrivateIPAddressVersion == armcompute.IPVersionIPv6
-		if family == v1.IPv6Protocol {
-			if v6 {
-				return ic
-			}
-			continue
-		}
-		if !v6 && (len(ipcs) == 1 || ptr.Deref(ic.Properties.Primary, false)) {
-			return ic
-		}
-	}
-	return nil
+		return true, ptr.Deref(ic.Properties.PrivateIPAddressVersion, "") == armcompute.IPVersionIPv6, ptr.Deref(ic.Properties.Primary, false)
+	})
 }
 
 // nicIPConfig picks the ip configuration of a network interface, or nil.
@@ -58,19 +47,30 @@ func nicIPConfig(nic *armnetwork.Interface, family v1.IPFamily) *armnetwork.Inte
 	if nic == nil || nic.Properties == nil {
 		return nil
 	}
-	ipcs := nic.Properties.IPConfigurations
+	return pickIPConfig(nic.Properties.IPConfigurations, family, func(ic *armnetwork.InterfaceIPConfiguration) (bool, bool, bool) {
+		if ic.Properties == nil {
+			return false, false, false
+		}
+		return true, ptr.Deref(ic.Properties.PrivateIPAddressVersion, "") == armnetwork.IPVersionIPv6, ptr.Deref(ic.Properties.Primary, false)
+	})
+}
+
+// pickIPConfig picks, of a network interface's ip configurations, the one
+// that joins a pool of the family (above); of tells whether one has
+// properties, and whether it is IPv6 and marked primary.
+func pickIPConfig[T any](ipcs []*T, family v1.IPFamily, of func(*T) (ok, v6, primary bool)) *T {
 	for _, ic := range ipcs {
-		if ic == nil || ic.Properties == nil {
+		if ic == nil {
 			continue
 		}
-		v6 := ic.Properties.PrivateIPAddressVersion != nil && *ic.Properties.PrivateIPAddressVersion == armnetwork.IPVersionIPv6
-		if family == v1.IPv6Protocol {
+		ok, v6, primary := of(ic)
+		switch {
+		case !ok:
+		case family == v1.IPv6Protocol:
 			if v6 {
 				return ic
 			}
-			continue
-		}
-		if !v6 && (len(ipcs) == 1 || ptr.Deref(ic.Properties.Primary, false)) {
+		case !v6 && (len(ipcs) == 1 || primary):
 			return ic
 		}
 	}
