@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/testutil"
@@ -33,7 +35,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeControllerEnv); mode != "" {
 		os.Exit(fakeController(mode, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// The tests start processes and servers: none of their goroutines may
+	// outlive them.
+	goleak.VerifyTestMain(m)
 }
 
 func fakeController(mode string, args []string) int {
