@@ -71,7 +71,7 @@ func TestSetAdminStateToleratesEmptyPools(t *testing.T) {
 
 // FuzzSetAdminState: arbitrary addresses and states never panic, only
 // entries whose address is desired change, and they end in the desired
-// state.
+// state; an entry without an address is left alone.
 func FuzzSetAdminState(f *testing.F) {
 	f.Add("10.0.0.4", "10.0.0.4", "Down", "")
 	f.Add("fd00::0004", "FD00::4", "None", "Down")
@@ -90,7 +90,10 @@ func FuzzSetAdminState(f *testing.F) {
 		if len(changed) > len(found) {
 			t.Fatalf("changed %v not within found %v", changed, found)
 		}
-		matches := backendpool.CanonicalIP(entryIP) == backendpool.CanonicalIP(wantIP)
+		// An entry with no address (empty or blank) has no key and is never
+		// matched, whatever is desired for the empty key.
+		key := backendpool.EntryKey(e)
+		matches := key != "" && key == backendpool.CanonicalIP(wantIP)
 		unsetIsNone := wantState == "" && backendpool.AdminStateOf(e) == armnetwork.LoadBalancerBackendAddressAdminStateNone
 		if matches && !sameState(backendpool.AdminStateOf(e), State(wantState)) && !unsetIsNone {
 			t.Fatalf("entry state %q, want %q", backendpool.AdminStateOf(e), wantState)
