@@ -59,6 +59,15 @@ type Result struct {
 	Changed bool
 }
 
+// runState is where the writer's Run is.
+type runState int
+
+const (
+	notStarted runState = iota
+	running
+	stopped
+)
+
 // Store is the one writer of the NSG; see the package documentation.
 type Store struct {
 	client azure.SecurityGroupClient
@@ -70,7 +79,7 @@ type Store struct {
 	mu      sync.Mutex
 	pending []*request
 	wake    chan struct{}
-	state   int // 0 not started, 1 running, 2 stopped
+	state   runState
 
 	// The last copy read or written, and its generation (one more for
 	// every read or write); used only by rounds (the Run goroutine) but
@@ -137,7 +146,7 @@ func (s *Store) Begin(ctx context.Context, e Edit) *Pending {
 	r := &request{edit: &e, ctx: ctx, done: make(chan struct{})}
 	pd := &Pending{s: s, r: r, queued: s.clock.Now()}
 	s.mu.Lock()
-	if s.state == 2 {
+	if s.state == stopped {
 		s.mu.Unlock()
 		r.err = ErrStopped
 		close(r.done)
@@ -186,12 +195,12 @@ func (s *Store) Run(ctx context.Context) {
 	log := klog.FromContext(ctx).WithName("securitygroup")
 	ctx = klog.NewContext(ctx, log)
 	s.mu.Lock()
-	if s.state != 0 {
+	if s.state != notStarted {
 		s.mu.Unlock()
 		log.Error(nil, "Run called twice; ignoring the second call")
 		return
 	}
-	s.state = 1
+	s.state = running
 	s.mu.Unlock()
 	defer s.stop()
 	for {
@@ -216,7 +225,7 @@ func (s *Store) Run(ctx context.Context) {
 
 func (s *Store) stop() {
 	s.mu.Lock()
-	s.state = 2
+	s.state = stopped
 	left := s.pending
 	s.pending = nil
 	s.mu.Unlock()
