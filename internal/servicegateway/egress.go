@@ -130,8 +130,9 @@ type egressState struct {
 	attached bool
 	// registered: the gateway holds the Outbound service on this NAT gateway.
 	// regUnsure: an updateServices entry of it failed, and ARM may have
-	// applied it: a provision registers it again and a teardown
-	// unregisters it again (both harmless when already so).
+	// applied it (set by recordRegistrations): a provision registers it
+	// again and a teardown unregisters it again (both harmless when
+	// already so).
 	registered, regUnsure bool
 	// draining: waiting for the address updater to take the identity's
 	// addresses away (tearing down), or those of waitIPs (leaving pods);
@@ -512,9 +513,9 @@ func (e *Controller) provisionEgress(ctx context.Context, id string, members []*
 	}
 	if !snap.registered || snap.regUnsure {
 		// Through the registrar, batched with other registrations; it
-		// records a success and queues the identity again.
+		// records a success and queues the identity again (a failure it
+		// records has marked the identity unsure already).
 		if err := e.updateService(egressKey(id), regRegister); !errors.Is(err, errQueued) {
-			e.updateEgress(id, func(st *egressState) { st.regUnsure = true })
 			return fmt.Errorf("register the outbound service: %w", err)
 		}
 		return errQueued
@@ -747,7 +748,8 @@ func (e *Controller) unregisterEgress(ctx context.Context, id string) error {
 		e.locQueue.Add(locationsKey)
 		return fmt.Errorf("unregister the outbound service: %w", err)
 	case err != nil && azure.Classify(err) != azure.ClassStale:
-		e.updateEgress(id, func(st *egressState) { st.regUnsure = true }) // it may have been applied
+		// The registrar marked the identity unsure when it recorded the
+		// failure: it may have been applied.
 		return fmt.Errorf("unregister the outbound service: %w", err)
 	}
 	e.updateEgress(id, func(st *egressState) { st.registered, st.regUnsure = false, false })
