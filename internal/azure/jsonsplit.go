@@ -13,11 +13,18 @@ import (
 // then its properties) and those copies were two whole copies of every
 // answer (docs/reliability.md, Scale).
 func splitObject(data []byte) (map[string]json.RawMessage, error) {
+	if !json.Valid(data) {
+		return unmarshalMembers(data)
+	}
+	return splitValid(data)
+}
+
+// splitValid is splitObject for data already known to be valid JSON (a
+// member of a document splitObject split): it is not scanned again.
+func splitValid(data []byte) (map[string]json.RawMessage, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(data) {
-		var m map[string]json.RawMessage
-		err := json.Unmarshal(data, &m)
-		return m, err
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return unmarshalMembers(data)
 	}
 	m := map[string]json.RawMessage{}
 	s := scanner{b: trimmed, i: 1}
@@ -36,7 +43,7 @@ func splitObject(data []byte) (map[string]json.RawMessage, error) {
 		var name string
 		if bytes.IndexByte(key, '\\') >= 0 || !isASCII(key) {
 			if err := json.Unmarshal(s.b[k0:s.i], &name); err != nil {
-				return nil, err // json.Valid passed: not reached
+				return nil, err // valid JSON: not reached
 			}
 		} else {
 			name = string(key)
@@ -51,6 +58,14 @@ func splitObject(data []byte) (map[string]json.RawMessage, error) {
 	}
 }
 
+// unmarshalMembers is json.Unmarshal's answer for what is not a valid
+// object: its error, or a nil map for null.
+func unmarshalMembers(data []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	err := json.Unmarshal(data, &m)
+	return m, err
+}
+
 func isASCII(b []byte) bool {
 	for _, c := range b {
 		if c >= 0x80 {
@@ -60,7 +75,7 @@ func isASCII(b []byte) bool {
 	return true
 }
 
-// scanner walks JSON that json.Valid accepted.
+// scanner walks valid JSON.
 type scanner struct {
 	b []byte
 	i int

@@ -155,7 +155,7 @@ func decodeLB(data []byte) (armnetwork.LoadBalancer, error) {
 	if !hasProps || isNull(propsRaw) {
 		return lb, nil
 	}
-	members, err := splitObject(propsRaw)
+	members, err := splitValid(propsRaw) // a member of data, which splitObject validated
 	if err != nil {
 		return fail(fmt.Errorf("struct field Properties: %w", err))
 	}
