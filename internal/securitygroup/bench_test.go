@@ -24,7 +24,7 @@ func BenchmarkSecurityGroupLayout(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for n := 0; n < b.N; n++ {
-		m := newModel(nil)
+		m := newModel(nil, nil)
 		for _, e := range edits {
 			next := m.clone()
 			next.apply(e)

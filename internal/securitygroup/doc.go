@@ -19,6 +19,17 @@
 //     its priority is in [MinPriority, MaxPriority]; every other rule, and
 //     everything else about the NSG but the tags Options.Tags asks for, is
 //     sent back as it was read.
+//   - Never launder. A rule under one of azlb's names whose content is not
+//     what azlb writes under that name (an allow rule whose protocol,
+//     sources or ports no longer hash to its name, a destination that is
+//     not an address, an outbound rule, a deny-all that does not deny
+//     everything) is rewritten to what its name stands for (known when
+//     the writer saw it well-formed before) or removed by the next round
+//     that writes, whatever its edits; its destinations never move to the
+//     rule named after its new content. Result.Repaired names them.
+//   - Check applies an edit to the last copy without writing (Azure's
+//     limits); Edit.Narrow keeps a refused Service's destinations only in
+//     the rules whose sources its settings still allow.
 //   - An Edit releases the Service's old destinations from every rule, then
 //     adds its allows and deny: rules hold (family, protocol, sources,
 //     ports) and the destinations that need them; a rule left without

@@ -26,6 +26,12 @@ type Edit struct {
 	// rules none of whose ports it reports live for the rule's protocol
 	// (node ports no Service has any more).
 	LiveNodePort func(protocol, port string) bool
+	// Narrow, when set, makes Release narrow instead of release: the
+	// released destinations stay in the allow rules whose sources Narrow
+	// accepts for them and leave only the others (and deny-all rules are
+	// kept). A Service whose change is refused keeps what it had, but
+	// never more sources than its new settings allow.
+	Narrow func(family Family, protocol string, sources []string) bool
 	// FromCopy, when not 0, lets the edit's round start from the writer's
 	// last copy of the NSG instead of reading it, if that copy's
 	// generation is at least FromCopy (Store.CopyGeneration) and every
@@ -81,8 +87,11 @@ func (m *model) apply(e *Edit) {
 		}
 		nodePorts[pp.Protocol][pp.Port] = true
 	}
-	gone := func(d string) bool { return rel[d] || (e.Live != nil && !e.Live(d)) }
+	dead := func(d string) bool { return e.Live != nil && !e.Live(d) }
 	for name, r := range m.allow {
+		// Narrowing keeps the released destinations in the rules whose
+		// sources the Service's settings still allow.
+		leave := e.Narrow == nil || !e.Narrow(r.family, r.protocol, r.sources)
 		onPorts := false
 		deadPorts := e.LiveNodePort != nil
 		for _, p := range r.ports {
@@ -95,7 +104,7 @@ func (m *model) apply(e *Edit) {
 		}
 		onPorts = onPorts || deadPorts
 		for d := range r.dsts {
-			if gone(d) || (onPorts && nodes[d]) {
+			if dead(d) || leave && (rel[d] || onPorts && nodes[d]) {
 				delete(r.dsts, d)
 			}
 		}
@@ -105,7 +114,7 @@ func (m *model) apply(e *Edit) {
 	}
 	for fam, s := range m.deny {
 		for d := range s {
-			if gone(d) {
+			if dead(d) || e.Narrow == nil && rel[d] {
 				delete(s, d)
 			}
 		}

@@ -125,6 +125,15 @@ type allowRule struct {
 	dsts     set
 }
 
+// allowContent is what an allow rule's name stands for: the rule's
+// family, protocol, sources and ports (AllowRuleName of them is the name).
+type allowContent struct {
+	family   Family
+	protocol string
+	sources  []string
+	ports    []string
+}
+
 // model is an NSG as azlb sees it: its own rules by content, everything
 // else kept as read.
 type model struct {
@@ -138,10 +147,16 @@ type model struct {
 	others []*armnetwork.SecurityRule
 	// read are azlb's rules as read, by name.
 	read map[string]*armnetwork.SecurityRule
+	// tampered names the rules read with one of azlb's names whose content
+	// is not what azlb writes under that name: each is rewritten (its
+	// destinations under the content its name stands for) or removed.
+	tampered []string
 }
 
-// newModel reads an NSG's rules.
-func newModel(sg *armnetwork.SecurityGroup) *model {
+// newModel reads an NSG's rules. known gives the content of allow rules
+// seen well-formed before (by name): a rule changed out of band since is
+// rewritten to it rather than removed.
+func newModel(sg *armnetwork.SecurityGroup, known map[string]allowContent) *model {
 	m := &model{allow: map[string]*allowRule{}, deny: map[Family]set{}, prio: map[string]int32{},
 		taken: map[int32]bool{}, read: map[string]*armnetwork.SecurityRule{}}
 	if sg == nil || sg.Properties == nil {
@@ -151,54 +166,116 @@ func newModel(sg *armnetwork.SecurityGroup) *model {
 		if r == nil {
 			continue
 		}
-		if !IsManaged(r) || !m.adopt(r) {
+		if !IsManaged(r) || !m.adopt(r, known) {
 			m.others = append(m.others, r)
 			if r.Properties != nil && r.Properties.Priority != nil && strings.EqualFold(string(ptr.Deref(r.Properties.Direction, "")), directionInbound) {
 				m.taken[*r.Properties.Priority] = true
 			}
 		}
 	}
+	sort.Strings(m.tampered)
 	return m
 }
 
+// ruleFamily is the family of one of azlb's rule names ("" for a name
+// azlb does not write: such a rule is not azlb's and is kept as it is).
+func ruleFamily(name string) Family {
+	for _, f := range []Family{IPv4, IPv6} {
+		if strings.HasPrefix(name, RulePrefix+"_allow_"+string(f)+"_") || name == DenyRuleName(f) {
+			return f
+		}
+	}
+	return ""
+}
+
 // adopt takes one of azlb's rules into the model; false for a rule in
-// azlb's range whose shape it does not know (kept as it is).
-func (m *model) adopt(r *armnetwork.SecurityRule) bool {
+// azlb's range whose name is none of azlb's (kept as it is). A rule with
+// one of azlb's names is never kept as read when its content is not what
+// azlb writes under that name (changed out of band): an allow rule whose
+// protocol, sources or ports no longer match its name is rewritten to the
+// content its name stands for when that is known (seen before), and
+// removed otherwise, so its destinations never move to the rule named
+// after the new content (that would make a widening look like azlb's own
+// rule); a destination that is not an address, a rule that is not
+// inbound, and a deny-all rule that does not deny everything are
+// rewritten or removed the same way.
+func (m *model) adopt(r *armnetwork.SecurityRule, known map[string]allowContent) bool {
 	name := ptr.Deref(r.Name, "")
 	p := r.Properties
-	if !strings.EqualFold(string(ptr.Deref(p.Direction, "")), directionInbound) {
-		return false
-	}
-	fam := Family("")
-	switch {
-	case strings.HasPrefix(name, RulePrefix+"_allow_IPv4_"), name == DenyRuleName(IPv4):
-		fam = IPv4
-	case strings.HasPrefix(name, RulePrefix+"_allow_IPv6_"), name == DenyRuleName(IPv6):
-		fam = IPv6
-	default:
-		return false
-	}
-	dsts := prefixes(p.DestinationAddressPrefix, p.DestinationAddressPrefixes)
-	if name == DenyRuleName(fam) {
-		if ptr.Deref(p.Access, "") != armnetwork.SecurityRuleAccessDeny {
-			return false
-		}
-		m.read[name] = r
-		m.prio[name] = *p.Priority
-		m.addDeny(fam, dsts)
-		return true
-	}
-	if ptr.Deref(p.Access, "") != armnetwork.SecurityRuleAccessAllow {
+	fam := ruleFamily(name)
+	if fam == "" {
 		return false
 	}
 	m.read[name] = r
+	if !strings.EqualFold(string(ptr.Deref(p.Direction, "")), directionInbound) {
+		m.tampered = append(m.tampered, name) // removed: azlb writes inbound rules only
+		return true
+	}
+	dsts, foreign := addressDestinations(p)
+	tampered := foreign
+	defer func() {
+		if tampered {
+			m.tampered = append(m.tampered, name)
+		}
+	}()
+	if name == DenyRuleName(fam) {
+		// A deny-all is rewritten whole with its destinations: denying
+		// them never opens anything.
+		m.prio[name] = *p.Priority
+		m.addDeny(fam, dsts)
+		tampered = tampered || ptr.Deref(p.Access, "") != armnetwork.SecurityRuleAccessDeny ||
+			ptr.Deref(p.Protocol, "") != armnetwork.SecurityRuleProtocolAsterisk || !everything(p.SourceAddressPrefix, p.SourceAddressPrefixes) ||
+			!everything(p.SourcePortRange, p.SourcePortRanges) || !everything(p.DestinationPortRange, p.DestinationPortRanges)
+		return true
+	}
+	c := allowContent{family: fam, protocol: string(ptr.Deref(p.Protocol, "")),
+		sources: prefixes(p.SourceAddressPrefix, p.SourceAddressPrefixes), ports: prefixes(p.DestinationPortRange, p.DestinationPortRanges)}
+	if AllowRuleName(fam, c.protocol, c.sources, c.ports) != name {
+		tampered = true
+		var ok bool
+		if c, ok = known[name]; !ok {
+			return true // removed: what its name stands for is unknown
+		}
+	}
 	m.prio[name] = *p.Priority
-	// Destinations go to the rule named after the content; a rule whose
-	// name does not match its content is replaced by the one that does.
-	m.addAllow(Allow{Family: fam, Protocol: string(ptr.Deref(p.Protocol, "")),
-		Sources: prefixes(p.SourceAddressPrefix, p.SourceAddressPrefixes),
-		Ports:   prefixes(p.DestinationPortRange, p.DestinationPortRanges), Destinations: dsts})
+	m.addAllow(Allow{Family: fam, Protocol: c.protocol, Sources: c.sources, Ports: c.ports, Destinations: dsts})
+	tampered = tampered || ptr.Deref(p.Access, "") != armnetwork.SecurityRuleAccessAllow || !everything(p.SourcePortRange, p.SourcePortRanges)
 	return true
+}
+
+// everything reports whether a prefix or port field is "*" alone.
+func everything(one *string, many []*string) bool {
+	l := prefixes(one, many)
+	return len(l) == 1 && l[0] == "*"
+}
+
+// addressDestinations are a rule's destinations that are addresses (azlb
+// writes nothing else); foreign reports that it had others.
+func addressDestinations(p *armnetwork.SecurityRulePropertiesFormat) (dsts []string, foreign bool) {
+	for _, d := range prefixes(p.DestinationAddressPrefix, p.DestinationAddressPrefixes) {
+		if a, err := netip.ParseAddr(d); err == nil && a.Zone() == "" && a.String() == d {
+			dsts = append(dsts, d)
+		} else {
+			foreign = true
+		}
+	}
+	return dsts, foreign
+}
+
+// wellFormed is the content of one of azlb's allow rules whose name
+// matches its content, for newModel's known.
+func wellFormed(r *armnetwork.SecurityRule) (string, allowContent, bool) {
+	if !IsManaged(r) || r.Properties == nil {
+		return "", allowContent{}, false
+	}
+	name, p := ptr.Deref(r.Name, ""), r.Properties
+	fam := ruleFamily(name)
+	if fam == "" || name == DenyRuleName(fam) {
+		return "", allowContent{}, false
+	}
+	c := allowContent{family: fam, protocol: string(ptr.Deref(p.Protocol, "")),
+		sources: prefixes(p.SourceAddressPrefix, p.SourceAddressPrefixes), ports: prefixes(p.DestinationPortRange, p.DestinationPortRanges)}
+	return name, c, AllowRuleName(fam, c.protocol, c.sources, c.ports) == name
 }
 
 func prefixes(one *string, many []*string) []string {

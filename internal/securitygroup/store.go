@@ -57,6 +57,10 @@ type Result struct {
 	// Changed: the edit changed azlb's rules (false: the NSG already held
 	// what it asks for).
 	Changed bool
+	// Repaired names the rules of azlb's that the round's write rewrote or
+	// removed because their content was not what azlb writes under their
+	// names (changed out of band); every edit of the round reports them.
+	Repaired []string
 }
 
 // runState is where the writer's Run is.
@@ -86,6 +90,14 @@ type Store struct {
 	// for CopyGeneration.
 	last    *armnetwork.SecurityGroup
 	copyGen atomic.Uint64
+	// known is the content of every well-formed allow rule of azlb's in
+	// the last copy, or, for a rule changed out of band since, in the
+	// copy before (by name; used by rounds only): what a tampered rule's
+	// name stands for.
+	known map[string]allowContent
+	// shared is the last copy, for Check (any goroutine).
+	shared atomic.Pointer[armnetwork.SecurityGroup]
+	readMu sync.Mutex // one Check reads when there is no copy yet
 }
 
 // CopyGeneration is the generation of the writer's last copy of the NSG:
@@ -111,7 +123,7 @@ func New(o Options) (*Store, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Store{client: o.Client, rg: o.ResourceGroup, name: o.Name, clock: clk, tags: o.Tags, wake: make(chan struct{}, 1)}, nil
+	return &Store{client: o.Client, rg: o.ResourceGroup, name: o.Name, clock: clk, tags: o.Tags, wake: make(chan struct{}, 1), known: map[string]allowContent{}}, nil
 }
 
 // Name is the NSG's name and resource group, for messages.
@@ -188,6 +200,40 @@ func (pd *Pending) Wait() (Result, error) {
 // Collect removes from azlb's rules every destination live reports gone.
 func (s *Store) Collect(ctx context.Context, live func(destination string) bool) (Result, error) {
 	return s.Update(ctx, Edit{Service: "(collect)", Live: live})
+}
+
+// Check reports whether an edit would fit the NSG, without writing: it
+// applies the edit to the writer's last copy of the NSG (read once when
+// there is none yet) and returns the *LimitError its round would give
+// (a *NotFoundError for an NSG that does not exist). Edits queued or
+// written since that copy are not counted, so the write checks again; a
+// Service reconcile checks its change before its first write, so that a
+// change over Azure's limits writes nothing at all.
+func (s *Store) Check(ctx context.Context, e Edit) error {
+	sg := s.shared.Load()
+	if sg == nil {
+		s.readMu.Lock()
+		if sg = s.shared.Load(); sg == nil {
+			got, err := s.client.Get(ctx, s.rg, s.name)
+			if err != nil {
+				s.readMu.Unlock()
+				if azure.Classify(err) == azure.ClassStale {
+					return &NotFoundError{ResourceGroup: s.rg, Name: s.name}
+				}
+				return fmt.Errorf("read network security group %s: %w", s.name, err)
+			}
+			s.shared.CompareAndSwap(nil, got)
+			sg = got
+		}
+		s.readMu.Unlock()
+	}
+	m := newModel(sg, nil)
+	m.apply(&e)
+	rules, _, err := m.render(e.Service)
+	if err != nil {
+		return err
+	}
+	return checkLimits(e.Service, rules)
 }
 
 // Run writes queued edits until ctx ends.
@@ -307,7 +353,7 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 			}
 			return
 		}
-		m := newModel(sg)
+		m := newModel(sg, s.known)
 		ok := make([]*request, 0, len(reqs))
 		for _, r := range reqs {
 			r.err, r.res = nil, Result{}
@@ -350,6 +396,11 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 		if err == nil {
 			for _, r := range ok {
 				r.res.Written = true
+				r.res.Repaired = m.tampered
+			}
+			if len(m.tampered) > 0 {
+				log.Info("Rewrote or removed security rules whose content was changed out of band (azlb's names, not azlb's content)",
+					"name", s.name, "rules", m.tampered)
 			}
 			log.V(2).Info("Wrote network security group", "name", s.name, "edits", len(ok), "rules", len(rules))
 			return
@@ -367,12 +418,33 @@ func (s *Store) round(ctx context.Context, reqs []*request) {
 }
 
 // remember keeps a copy just read or written (a failure forgets the copy:
-// the next round reads).
+// the next round reads), and learns what its well-formed allow rules stand
+// for: a name the copy holds with other content keeps what it stood for
+// before; a name it does not hold is forgotten.
 func (s *Store) remember(sg *armnetwork.SecurityGroup, err error) {
 	if err != nil || sg == nil || sg.Properties == nil {
 		s.last = nil
 		return
 	}
 	s.last = sg
+	s.shared.Store(sg)
 	s.copyGen.Add(1)
+	known := make(map[string]allowContent, len(s.known))
+	for _, r := range sg.Properties.SecurityRules {
+		if r == nil {
+			continue
+		}
+		name, c, ok := wellFormed(r)
+		if name == "" {
+			continue
+		}
+		if !ok {
+			if old, was := s.known[name]; was {
+				known[name] = old
+			}
+			continue
+		}
+		known[name] = c
+	}
+	s.known = known
 }

@@ -224,14 +224,20 @@ func TestForeignRulesAndPriorities(t *testing.T) {
 	}
 }
 
-// An edit over Azure's limits fails alone; the others are written.
-func TestLimitFailsOneEdit(t *testing.T) {
-	e := start(t)
-	ctx := context.Background()
+// bigEdit has one source prefix more than an NSG may hold.
+func bigEdit() securitygroup.Edit {
 	big := securitygroup.Edit{Service: "ns/big", Allow: []securitygroup.Allow{{Family: securitygroup.IPv4, Protocol: "Tcp", Ports: []string{"80"}, Destinations: []string{"20.0.0.9"}}}}
 	for i := 0; i < securitygroup.MaxSourcePrefixes+1; i++ {
 		big.Allow[0].Sources = append(big.Allow[0].Sources, fmt.Sprintf("10.%d.%d.0/24", i/256, i%256))
 	}
+	return big
+}
+
+// An edit over Azure's limits fails alone; the others are written.
+func TestLimitFailsOneEdit(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	big := bigEdit()
 	var wg sync.WaitGroup
 	var bigErr, smallErr error
 	wg.Add(2)
@@ -362,5 +368,204 @@ func TestFromCopy(t *testing.T) {
 	}
 	if n := len(e.env.Emulator().Requests()); n != 1 {
 		t.Fatalf("an ordinary unchanged edit made %d ARM calls, want 1 (the read)", n)
+	}
+}
+
+// tamper rewrites one rule of the NSG out of band, as someone with the
+// Azure portal would.
+func (e *env) tamper(t *testing.T, name string, change func(*armnetwork.SecurityRulePropertiesFormat)) {
+	t.Helper()
+	sg := e.nsg(t)
+	found := false
+	for _, r := range sg.Properties.SecurityRules {
+		if *r.Name == name {
+			change(r.Properties)
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no rule %s to tamper with", name)
+	}
+	if _, err := e.clients.SecurityGroup.CreateOrUpdate(context.Background(), devenv.ResourceGroup, devenv.SecurityGroupName, *sg, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restricted is a Service's edit allowing 203.0.113.0/24 to dst on TCP 80.
+func restricted(dst string) securitygroup.Edit {
+	return securitygroup.Edit{Service: "ns/" + dst, Release: securitygroup.Release{Addresses: []string{dst}},
+		Allow: []securitygroup.Allow{{Family: securitygroup.IPv4, Protocol: "Tcp", Sources: []string{"203.0.113.0/24"}, Ports: []string{"80"}, Destinations: []string{dst}}}}
+}
+
+// A rule of azlb's whose source was widened out of band (issue 37, item 4)
+// is never renamed to the name of its new content and kept: the next write
+// of any Service rewrites it to what its name stands for (the writer saw
+// it before), or, for a writer that never saw it (a restart), removes it.
+func TestTamperedSourceIsNotLaundered(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			e := start(t)
+			ctx := context.Background()
+			if _, err := e.store.Update(ctx, restricted("20.0.0.1")); err != nil {
+				t.Fatal(err)
+			}
+			name := securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"203.0.113.0/24"}, []string{"80"})
+			open := securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"*"}, []string{"80"})
+			e.tamper(t, name, func(p *armnetwork.SecurityRulePropertiesFormat) {
+				p.SourceAddressPrefix, p.SourceAddressPrefixes = ptr.To("*"), nil
+			})
+			s := e.store
+			if restart {
+				var err error
+				if s, err = securitygroup.New(securitygroup.Options{Client: e.clients.SecurityGroup, ResourceGroup: devenv.ResourceGroup, Name: devenv.SecurityGroupName}); err != nil {
+					t.Fatal(err)
+				}
+				rctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); s.Run(rctx) }()
+				defer func() { cancel(); <-done }()
+			}
+			// An unrelated Service's write.
+			res, err := s.Update(ctx, web("20.0.0.2"))
+			if err != nil || !res.Written || len(res.Repaired) != 1 || res.Repaired[0] != name {
+				t.Fatalf("unrelated write: %+v %v, want it written, repairing %s", res, err, name)
+			}
+			rules := e.rules(t)
+			if r := rules[open]; r != nil {
+				t.Fatalf("the tampered rule was laundered into %s: %+v", open, *r.Properties)
+			}
+			for n, r := range rules {
+				for _, src := range append([]string{ptr.Deref(r.Properties.SourceAddressPrefix, "")}, prefixes(r.Properties.SourceAddressPrefixes)...) {
+					if src == "*" {
+						t.Errorf("rule %s still allows source *", n)
+					}
+				}
+			}
+			r := rules[name]
+			switch {
+			case restart && r != nil:
+				t.Errorf("a writer that never saw the rule kept it: %+v", *r.Properties)
+			case !restart && (r == nil || ptr.Deref(r.Properties.SourceAddressPrefix, "") != "203.0.113.0/24" || fmt.Sprint(dests(r)) != "[20.0.0.1]"):
+				t.Errorf("rule %s = %+v, want it rewritten to 203.0.113.0/24 -> 20.0.0.1", name, r)
+			}
+			// Nothing is left to repair: the next write of the same edit
+			// writes nothing.
+			before := e.puts()
+			if res, err := s.Update(ctx, web("20.0.0.2")); err != nil || res.Written || len(res.Repaired) != 0 {
+				t.Fatalf("repeat: %+v %v", res, err)
+			}
+			if e.puts() != before {
+				t.Error("a repaired NSG was written again")
+			}
+		})
+	}
+}
+
+func prefixes(l []*string) []string {
+	var out []string
+	for _, s := range l {
+		out = append(out, ptr.Deref(s, ""))
+	}
+	return out
+}
+
+// Other ways of changing azlb's rules out of band are rewritten or removed
+// at the next write too, and never kept: a deny-all made an allow, a
+// destination that is no address, an allow rule made outbound or a deny.
+func TestTamperedRulesRewritten(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	edit := restricted("20.0.0.1")
+	edit.Deny = []securitygroup.Deny{{Family: securitygroup.IPv4, Destinations: []string{"20.0.0.1"}}}
+	if _, err := e.store.Update(ctx, edit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Update(ctx, web("20.0.0.3")); err != nil {
+		t.Fatal(err)
+	}
+	allow := securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"203.0.113.0/24"}, []string{"80"})
+	internet := securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"Internet"}, []string{"80", "443"})
+	deny := securitygroup.DenyRuleName(securitygroup.IPv4)
+	e.tamper(t, deny, func(p *armnetwork.SecurityRulePropertiesFormat) {
+		p.Access = ptr.To(armnetwork.SecurityRuleAccessAllow)
+	})
+	e.tamper(t, allow, func(p *armnetwork.SecurityRulePropertiesFormat) {
+		p.DestinationAddressPrefix, p.DestinationAddressPrefixes = nil, []*string{ptr.To("20.0.0.1"), ptr.To("20.0.0.0/8")}
+	})
+	e.tamper(t, internet, func(p *armnetwork.SecurityRulePropertiesFormat) {
+		p.Direction = ptr.To(armnetwork.SecurityRuleDirectionOutbound)
+	})
+	res, err := e.store.Update(ctx, web("20.0.0.2"))
+	if err != nil || !res.Written || len(res.Repaired) != 3 {
+		t.Fatalf("unrelated write: %+v %v, want 3 rules repaired", res, err)
+	}
+	rules := e.rules(t)
+	if r := rules[deny]; r == nil || *r.Properties.Access != armnetwork.SecurityRuleAccessDeny || fmt.Sprint(dests(r)) != "[20.0.0.1]" {
+		t.Errorf("deny-all = %+v, want it denying again", r)
+	}
+	if r := rules[allow]; r == nil || fmt.Sprint(dests(r)) != "[20.0.0.1]" {
+		t.Errorf("allow = %+v, want destination 20.0.0.1 only", r)
+	}
+	// The outbound rule goes; the unrelated write's own rule is inbound.
+	for n, r := range rules {
+		if *r.Properties.Direction != armnetwork.SecurityRuleDirectionInbound {
+			t.Errorf("rule %s is %s", n, *r.Properties.Direction)
+		}
+	}
+	if r := rules[internet]; r == nil || fmt.Sprint(dests(r)) != "[20.0.0.2]" {
+		t.Errorf("Internet rule = %+v, want only the unrelated write's 20.0.0.2 (20.0.0.3's outbound copy removed)", r)
+	}
+}
+
+// Check applies an edit to the last copy and reports what its round would:
+// a LimitError over Azure's limits, nothing otherwise; it writes nothing.
+func TestCheck(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	big := bigEdit()
+	var le *securitygroup.LimitError
+	if err := e.store.Check(ctx, big); !errors.As(err, &le) || le.Max != securitygroup.MaxSourcePrefixes {
+		t.Fatalf("Check of an edit over the limit: %v, want a LimitError", err)
+	}
+	if err := e.store.Check(ctx, web("20.0.0.1")); err != nil {
+		t.Fatalf("Check of a small edit: %v", err)
+	}
+	if n := e.puts(); n != 0 {
+		t.Fatalf("Check wrote the NSG %d times", n)
+	}
+}
+
+// Narrow keeps a Service's destinations in the rules whose sources it
+// accepts and takes them out of the others, leaving deny-all rules; its
+// own allows and deny are added as usual.
+func TestNarrow(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	edit := restricted("20.0.0.1")
+	edit.Allow = append(edit.Allow, securitygroup.Allow{Family: securitygroup.IPv4, Protocol: "Tcp", Sources: []string{"Internet"}, Ports: []string{"80"}, Destinations: []string{"20.0.0.1"}})
+	if _, err := e.store.Update(ctx, edit); err != nil {
+		t.Fatal(err)
+	}
+	narrow := securitygroup.Edit{Service: "ns/a", Release: securitygroup.Release{Addresses: []string{"20.0.0.1"}},
+		Narrow: func(_ securitygroup.Family, _ string, sources []string) bool {
+			return fmt.Sprint(sources) == "[203.0.113.0/24]"
+		},
+		Deny: []securitygroup.Deny{{Family: securitygroup.IPv4, Destinations: []string{"20.0.0.1"}}}}
+	if res, err := e.store.Update(ctx, narrow); err != nil || !res.Changed {
+		t.Fatalf("narrow: %+v %v", res, err)
+	}
+	rules := e.rules(t)
+	if r := rules[securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"Internet"}, []string{"80"})]; r != nil {
+		t.Errorf("the Internet rule stayed: %+v", *r.Properties)
+	}
+	if r := rules[securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"203.0.113.0/24"}, []string{"80"})]; r == nil || fmt.Sprint(dests(r)) != "[20.0.0.1]" {
+		t.Errorf("the accepted rule = %+v, want it kept", r)
+	}
+	if rules[securitygroup.DenyRuleName(securitygroup.IPv4)] == nil {
+		t.Error("no deny-all")
+	}
+	// Narrowing again changes nothing.
+	if res, err := e.store.Update(ctx, narrow); err != nil || res.Changed || res.Written {
+		t.Fatalf("narrow again: %+v %v", res, err)
 	}
 }
