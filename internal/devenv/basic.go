@@ -130,7 +130,7 @@ func (e *Env) SeedBasicCluster(ctx context.Context, cs kubernetes.Interface, o B
 		if err != nil {
 			return nil, fmt.Errorf("create Basic load balancer %s: %w", *lb.Name, err)
 		}
-		res, err := p.PollUntilDone(ctx, &runtimePollOptions)
+		res, err := p.PollUntilDone(ctx, &PollOptions)
 		if err != nil {
 			return nil, fmt.Errorf("create Basic load balancer %s: %w", *lb.Name, err)
 		}
@@ -220,7 +220,7 @@ func createBasicPIP(ctx context.Context, pips *armnetwork.PublicIPAddressesClien
 	if err != nil {
 		return "", nil, fmt.Errorf("create Basic public IP %s: %w", name, err)
 	}
-	res, err := p.PollUntilDone(ctx, &runtimePollOptions)
+	res, err := p.PollUntilDone(ctx, &PollOptions)
 	if err != nil {
 		return "", nil, fmt.Errorf("create Basic public IP %s: %w", name, err)
 	}

@@ -151,7 +151,7 @@ func (c *Compute) CreateScaleSet(ctx context.Context, name string, n int, o Scal
 	if err != nil {
 		return nil, fmt.Errorf("create scale set %s: %w", name, err)
 	}
-	if _, err := p.PollUntilDone(ctx, &runtimePollOptions); err != nil {
+	if _, err := p.PollUntilDone(ctx, &PollOptions); err != nil {
 		return nil, fmt.Errorf("create scale set %s: %w", name, err)
 	}
 	return c.ScaleSetNodes(ctx, name)
@@ -219,7 +219,7 @@ func (c *Compute) CreateVM(ctx context.Context, name, availabilitySet string) (N
 	if err != nil {
 		return NodeVM{}, fmt.Errorf("create VM %s: %w", name, err)
 	}
-	vm, err := p.PollUntilDone(ctx, &runtimePollOptions)
+	vm, err := p.PollUntilDone(ctx, &PollOptions)
 	if err != nil {
 		return NodeVM{}, fmt.Errorf("create VM %s: %w", name, err)
 	}
@@ -261,7 +261,7 @@ func pollerWait[T any](ctx context.Context, p *runtime.Poller[T], err error) (fu
 		return nil, err
 	}
 	return func() error {
-		_, err := p.PollUntilDone(ctx, &runtimePollOptions)
+		_, err := p.PollUntilDone(ctx, &PollOptions)
 		return err
 	}, nil
 }

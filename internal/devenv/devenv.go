@@ -239,7 +239,7 @@ func (e *Env) Seed(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("seed virtual network: %w", err)
 	}
-	if _, err := poller.PollUntilDone(ctx, &runtimePollOptions); err != nil {
+	if _, err := poller.PollUntilDone(ctx, &PollOptions); err != nil {
 		return fmt.Errorf("seed virtual network: %w", err)
 	}
 	return nil
@@ -279,9 +279,12 @@ func (e *Env) HTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
 
-// runtimePollOptions polls seeding operations once a second (the
-// emulator completes them on the first poll).
-var runtimePollOptions = runtime.PollUntilDoneOptions{Frequency: time.Second}
+// PollOptions polls long-running operations once a second (the emulator
+// completes them on the first poll). It is also the least the Azure SDK
+// accepts outside a test binary: azcore's PollUntilDone refuses a Frequency
+// under one second unless the flag test.v is defined, so a faster poll
+// passes every in-process test and fails every user's binary.
+var PollOptions = runtime.PollUntilDoneOptions{Frequency: time.Second}
 
 // seedSecurityGroup creates the subnet's NSG (Azure's default rules only)
 // unless it exists; an existing one keeps its rules.

@@ -49,7 +49,7 @@ func (e *Env) SeedServiceGateway(ctx context.Context) error {
 		},
 	}, nil)
 	if err == nil {
-		_, err = gp.PollUntilDone(ctx, &runtimePollOptions)
+		_, err = gp.PollUntilDone(ctx, &PollOptions)
 	}
 	if err != nil {
 		return fmt.Errorf("seed service gateway: %w", err)
@@ -74,7 +74,7 @@ func (e *Env) SeedServiceGateway(ctx context.Context) error {
 	}, nil)
 	var nat armnetwork.NatGatewaysClientCreateOrUpdateResponse
 	if err == nil {
-		nat, err = np.PollUntilDone(ctx, &runtimePollOptions)
+		nat, err = np.PollUntilDone(ctx, &PollOptions)
 	}
 	if err != nil {
 		return fmt.Errorf("seed default NAT gateway: %w", err)

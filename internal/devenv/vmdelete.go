@@ -13,7 +13,7 @@ func (c *Compute) DeleteVM(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("delete VM %s: %w", name, err)
 	}
-	if _, err := p.PollUntilDone(ctx, &runtimePollOptions); err != nil {
+	if _, err := p.PollUntilDone(ctx, &PollOptions); err != nil {
 		return fmt.Errorf("delete VM %s: %w", name, err)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -105,7 +104,7 @@ func connectPrivateEndpoint(ctx context.Context, env *devenv.Env) (string, netip
 	if err != nil {
 		return "", netip.Addr{}, fmt.Errorf("no Private Link Service for service %s within %v: %w", owner, privateLinkTimeout, err)
 	}
-	poll := &runtime.PollUntilDoneOptions{Frequency: 200 * time.Millisecond}
+	poll := &devenv.PollOptions // a second: the least the SDK takes outside a test binary
 	vnets, err := armnetwork.NewVirtualNetworksClient(cfg.SubscriptionID, clients.Credential(), opts)
 	if err != nil {
 		return "", netip.Addr{}, err
