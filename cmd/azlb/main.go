@@ -8,6 +8,8 @@
 //	azlb sandbox down [--dir .sandbox]                               stop it
 //	azlb sandbox egress-curl [--dir .sandbox] POD [URL]              a pod's HTTP GET through the emulator's data plane,
 //	                                                                 leaving from its egress identity's public IP
+//	azlb sandbox register-feature [--dir .sandbox] NAMESPACE/NAME    register a subscription feature in the emulated
+//	                                                                 subscription (az feature register + az provider register)
 //	azlb status [--kubeconfig F] [--cloud-config F] [--load-balancer-class C] [--cluster-name N]
 //	                                                                 show load balancers, pools, admin state,
 //	                                                                 each Service's sources in the NSG
@@ -58,6 +60,7 @@ const usage = `usage:
   azlb sandbox restart [--dir .sandbox] [--timeout 1m]
   azlb sandbox down [--dir .sandbox]
   azlb sandbox egress-curl [--dir .sandbox] [NAMESPACE/]POD [URL]
+  azlb sandbox register-feature [--dir .sandbox] NAMESPACE/NAME
   azlb status [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--cluster-name NAME]
   azlb verify [--kubeconfig FILE] [--cloud-config FILE] [--load-balancer-class CLASS] [--cluster-name NAME] [--timeout 2m] [--quiet]
   azlb vm start|deallocate|powerOff|restart NODE [--kubeconfig FILE] [--cloud-config FILE]
@@ -79,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sandboxRestart(ctx, args[2:], stdout)
 	case args[0] == "sandbox" && len(args) > 1 && args[1] == "egress-curl":
 		err = sandboxEgressCurl(ctx, args[2:], stdout)
+	case args[0] == "sandbox" && len(args) > 1 && args[1] == "register-feature":
+		err = sandboxRegisterFeature(ctx, args[2:], stdout)
 	case args[0] == "status":
 		err = showStatus(ctx, args[1:], stdout)
 	case args[0] == "verify":
@@ -191,6 +196,20 @@ func sandboxRestart(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "azlb-controller-manager restarted and serving (log: %s)\n", filepath.Join(*dir, "logs", "controller.log"))
 	return nil
+}
+
+// sandboxRegisterFeature registers a subscription feature in the sandbox's
+// emulated subscription (internal/sandbox.RegisterFeature).
+func sandboxRegisterFeature(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sandbox register-feature", flag.ContinueOnError)
+	dir := fs.String("dir", ".sandbox", "directory of the sandbox")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("sandbox register-feature takes one feature name (NAMESPACE/NAME), got %d arguments", fs.NArg())
+	}
+	return sandbox.RegisterFeature(ctx, *dir, fs.Arg(0), out)
 }
 
 // sandboxEgressCurl sends a sandbox pod's HTTP GET through the emulator's

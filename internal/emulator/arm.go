@@ -55,6 +55,27 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 		}
 		e.serveProvider(c)
 		return
+	case routeProviderRegister:
+		if !slices.Contains(resourcesAPIVersions, v) {
+			writeARMError(w, gatewayError(http.StatusBadRequest, "InvalidApiVersionParameter",
+				"The api-version '%s' is invalid. The supported versions are '%s'.", v, strings.Join(resourcesAPIVersions, ",")))
+			return
+		}
+		if r.Method != http.MethodPost {
+			methodNotAllowed(c)
+			return
+		}
+		ns, ok := servedNamespace(rt.ns)
+		if !ok {
+			writeARMError(w, gatewayError(http.StatusNotFound, "InvalidResourceNamespace",
+				"The resource namespace '%s' is invalid. The emulator serves Microsoft.Network and Microsoft.Compute.", rt.ns))
+			return
+		}
+		e.registerProvider(c, ns)
+		return
+	case routeFeature:
+		e.serveFeature(c)
+		return
 	case routeGroupList, routeGroup, routeGroupOpResult:
 		if !slices.Contains(resourcesAPIVersions, v) {
 			writeARMError(w, gatewayError(http.StatusBadRequest, "InvalidApiVersionParameter",

@@ -10,19 +10,21 @@ import (
 type routeKind int
 
 const (
-	routeUnknown         routeKind = iota
-	routeSubscription              // /subscriptions/{sub}
-	routeGroupList                 // /subscriptions/{sub}/resourcegroups
-	routeGroup                     // /subscriptions/{sub}/resourcegroups/{rg}
-	routeGroupOpResult             // /subscriptions/{sub}/operationresults/{token}
-	routeTypeList                  // .../resourcegroups/{rg}/providers/{ns}/{type}
-	routeSubTypeList               // /subscriptions/{sub}/providers/{ns}/{type}
-	routeResource                  // .../providers/{ns}/{type}/{name}
-	routeChildList                 // .../{type}/{name}/{childType}
-	routeChild                     // .../{type}/{name}/{childType}/{childName}
-	routeOperation                 // /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations/{id}
-	routeOperationResult           // .../locations/{loc}/operationResults/{id}
-	routeProvider                  // /subscriptions/{sub}/providers/{ns}
+	routeUnknown          routeKind = iota
+	routeSubscription               // /subscriptions/{sub}
+	routeGroupList                  // /subscriptions/{sub}/resourcegroups
+	routeGroup                      // /subscriptions/{sub}/resourcegroups/{rg}
+	routeGroupOpResult              // /subscriptions/{sub}/operationresults/{token}
+	routeTypeList                   // .../resourcegroups/{rg}/providers/{ns}/{type}
+	routeSubTypeList                // /subscriptions/{sub}/providers/{ns}/{type}
+	routeResource                   // .../providers/{ns}/{type}/{name}
+	routeChildList                  // .../{type}/{name}/{childType}
+	routeChild                      // .../{type}/{name}/{childType}/{childName}
+	routeOperation                  // /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations/{id}
+	routeOperationResult            // .../locations/{loc}/operationResults/{id}
+	routeProvider                   // /subscriptions/{sub}/providers/{ns}
+	routeProviderRegister           // /subscriptions/{sub}/providers/{ns}/register
+	routeFeature                    // /subscriptions/{sub}/providers/Microsoft.Features/providers/{ns}/features/{name}[/register|/unregister]
 )
 
 // route is a parsed ARM path. Names keep the case of the request.
@@ -93,9 +95,17 @@ func parseARMPath(p string) (route, *armError) {
 		rt.kind, rt.opID = routeGroupOpResult, rest[1]
 	case strings.EqualFold(rest[0], "providers") && len(rest) == 2:
 		rt.kind, rt.ns = routeProvider, rest[1]
+	case strings.EqualFold(rest[0], "providers") && strings.EqualFold(rest[1], "Microsoft.Features") &&
+		(len(rest) == 6 || len(rest) == 7) && strings.EqualFold(rest[2], "providers") && strings.EqualFold(rest[4], "features"):
+		rt.kind, rt.ns, rt.name = routeFeature, rest[3], rest[5]
+		if len(rest) == 7 {
+			rt.childType = rest[6]
+		}
 	case strings.EqualFold(rest[0], "providers") && len(rest) >= 3:
 		rt.ns = rest[1]
 		switch {
+		case len(rest) == 3 && strings.EqualFold(rest[2], "register"):
+			rt.kind = routeProviderRegister
 		case len(rest) == 3:
 			rt.kind, rt.typ = routeSubTypeList, rest[2]
 		case len(rest) == 6 && strings.EqualFold(rest[2], "locations") && strings.EqualFold(rest[4], "operations"):

@@ -30,10 +30,15 @@ type Emulator struct {
 	tokCount    atomic.Int64
 	configErr   error
 
-	mu     sync.RWMutex // guards subs and ips
-	subs   map[string]*subscription
-	ips    *publicIPs
-	v4, v6 netip.Prefix
+	mu   sync.RWMutex // guards subs and ips
+	subs map[string]*subscription
+	// featureStates: subscription -> feature -> its registration
+	// (features.go), both lower case; guarded by featMu (taken under mu
+	// by writes that check a feature).
+	featMu        sync.Mutex
+	featureStates map[string]map[string]*featureState
+	ips           *publicIPs
+	v4, v6        netip.Prefix
 
 	faults  faultSet
 	log     requestLog
@@ -102,12 +107,6 @@ func (e *Emulator) resetState() {
 func (e *Emulator) SetFeatures(names ...string) {
 	f := slices.Clone(names)
 	e.features.Store(&f)
-}
-
-// featureRegistered reports whether a subscription feature is registered.
-func (e *Emulator) featureRegistered(name string) bool {
-	f := e.features.Load()
-	return f != nil && slices.ContainsFunc(*f, func(x string) bool { return strings.EqualFold(x, name) })
 }
 
 // SetLatency sets the latency added to every ARM call (AAD calls are not

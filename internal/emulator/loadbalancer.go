@@ -358,7 +358,7 @@ func normPoolProps(wc *writeCtx, lb obj, poolID string, cp obj, path string, old
 	}
 	if n, ok, err := getInt(cp, "drainPeriodInSeconds", path); err != nil {
 		return errBadShape(err)
-	} else if ok && n > 0 && !wc.e.featureRegistered(FeatureConnectionDraining) {
+	} else if ok && n > 0 && !wc.e.featureRegistered(wc.s.id, FeatureConnectionDraining) {
 		// Connection draining needs a registered subscription feature; what
 		// ARM does without it is not documented: refused (docs/emulator.md).
 		return nrpError(http.StatusBadRequest, "SubscriptionNotRegisteredForFeature",

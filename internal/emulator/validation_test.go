@@ -273,3 +273,54 @@ func TestDrainPeriodNeedsTheConnectionDrainingFeature(t *testing.T) {
 	h.emu.SetFeatures(FeatureConnectionDraining)
 	h.mustDo(t, http.StatusOK, http.MethodPut, pool, `{"properties":{"drainPeriodInSeconds":30}}`)
 }
+
+// The feature as a subscription registers it (az feature register, then
+// az provider register): Registering, Registered at the next read, and in
+// effect only once the provider is registered again after that; the
+// drain period is refused until then. Another subscription is not
+// registered by it; an unknown feature is FeatureNotFound.
+func TestRegisteringTheConnectionDrainingFeature(t *testing.T) {
+	h := seedHandler(t)
+	pool := strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1)
+	feature := "/subscriptions/" + testSub + "/providers/Microsoft.Features/providers/Microsoft.Network/features/SLBAllowConnectionDraining"
+	provider := "/subscriptions/" + testSub + "/providers/Microsoft.Network/register?api-version=2021-04-01"
+	state := func(m map[string]any) string {
+		props, _ := m["properties"].(map[string]any)
+		s, _ := props["state"].(string)
+		return s
+	}
+	refused := func(when string) {
+		t.Helper()
+		if rec := h.do(t, http.MethodPut, pool, `{"properties":{"drainPeriodInSeconds":30}}`, nil); rec.Code != http.StatusBadRequest || errCodeOf(rec) != "SubscriptionNotRegisteredForFeature" {
+			t.Fatalf("drain period %s: %d %s, want SubscriptionNotRegisteredForFeature", when, rec.Code, rec.Body)
+		}
+	}
+	if got := state(h.mustDo(t, http.StatusOK, http.MethodGet, feature+"?api-version=2021-07-01", "")); got != "NotRegistered" {
+		t.Fatalf("before registering: %q", got)
+	}
+	// Provider registration before the feature is registered does nothing.
+	h.mustDo(t, http.StatusOK, http.MethodPost, provider, "")
+	if got := state(h.mustDo(t, http.StatusOK, http.MethodPost, feature+"/register?api-version=2021-07-01", "")); got != "Registering" {
+		t.Fatalf("register answered %q, want Registering", got)
+	}
+	h.mustDo(t, http.StatusOK, http.MethodPost, provider, "") // too early: the feature is not Registered yet
+	refused("while the feature is Registering")
+	if got := state(h.mustDo(t, http.StatusOK, http.MethodGet, feature+"?api-version=2021-07-01", "")); got != "Registered" {
+		t.Fatalf("after registering: %q, want Registered", got)
+	}
+	refused("before the provider is registered again")
+	h.mustDo(t, http.StatusOK, http.MethodPost, provider, "")
+	h.mustDo(t, http.StatusOK, http.MethodPut, pool, `{"properties":{"drainPeriodInSeconds":30}}`)
+
+	other := "/subscriptions/00000000-0000-0000-0000-0000000000aa/providers/Microsoft.Features/providers/Microsoft.Network/features/SLBAllowConnectionDraining?api-version=2021-07-01"
+	if got := state(h.mustDo(t, http.StatusOK, http.MethodGet, other, "")); got != "NotRegistered" {
+		t.Errorf("another subscription: %q, want NotRegistered", got)
+	}
+	unknown := "/subscriptions/" + testSub + "/providers/Microsoft.Features/providers/Microsoft.Network/features/NoSuchFeature/register?api-version=2021-07-01"
+	if rec := h.do(t, http.MethodPost, unknown, "", nil); rec.Code != http.StatusNotFound || errCodeOf(rec) != "FeatureNotFound" {
+		t.Errorf("an unknown feature: %d %s, want 404 FeatureNotFound", rec.Code, rec.Body)
+	}
+	if rec := h.do(t, http.MethodPost, feature+"/register?api-version=2020-01-01", "", nil); rec.Code != http.StatusBadRequest {
+		t.Errorf("an unknown api-version: %d %s, want 400", rec.Code, rec.Body)
+	}
+}

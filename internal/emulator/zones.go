@@ -74,11 +74,14 @@ func (e *Emulator) serveProvider(c *reqCtx) {
 		methodNotAllowed(c)
 		return
 	}
-	var ns string
+	ns, ok := servedNamespace(c.rt.ns)
 	var types []any
 	switch {
-	case strings.EqualFold(c.rt.ns, "Microsoft.Compute"):
-		ns = "Microsoft.Compute"
+	case !ok:
+		writeARMError(c.w, gatewayError(http.StatusNotFound, "InvalidResourceNamespace",
+			"The resource namespace '%s' is invalid. The emulator serves Microsoft.Network and Microsoft.Compute.", c.rt.ns))
+		return
+	case ns == "Microsoft.Compute":
 		var locations, mappings []any
 		for _, name := range slices.Sorted(mapKeys(regionZones)) {
 			r := regionZones[name]
@@ -88,18 +91,24 @@ func (e *Emulator) serveProvider(c *reqCtx) {
 			}
 		}
 		types = []any{obj{"resourceType": "virtualMachines", "locations": locations, "zoneMappings": mappings}}
-	case strings.EqualFold(c.rt.ns, "Microsoft.Network"):
-		ns = "Microsoft.Network"
-		types = []any{}
 	default:
-		writeARMError(c.w, gatewayError(http.StatusNotFound, "InvalidResourceNamespace",
-			"The resource namespace '%s' is invalid. The emulator serves Microsoft.Network and Microsoft.Compute.", c.rt.ns))
-		return
+		types = []any{}
 	}
 	writeJSONTree(c.w, http.StatusOK, obj{
 		"id": "/subscriptions/" + c.rt.sub + "/providers/" + ns, "namespace": ns,
 		"registrationState": "Registered", "registrationPolicy": "RegistrationRequired", "resourceTypes": types,
 	})
+}
+
+// servedNamespace is the canonical name of a resource provider namespace
+// the emulator serves (Microsoft.Network, Microsoft.Compute).
+func servedNamespace(ns string) (string, bool) {
+	for _, n := range []string{"Microsoft.Network", "Microsoft.Compute"} {
+		if strings.EqualFold(ns, n) {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

@@ -170,15 +170,19 @@ func Render(w io.Writer, s *Snapshot) error {
 			if pool.Properties != nil {
 				addrs = pool.Properties.LoadBalancerBackendAddresses
 			}
+			drain := ""
+			if pool.Properties != nil && pool.Properties.DrainPeriodInSeconds != nil && *pool.Properties.DrainPeriodInSeconds > 0 {
+				drain = fmt.Sprintf(", drain %ds", *pool.Properties.DrainPeriodInSeconds)
+			}
 			if len(addrs) == 0 && s.Gateway != nil && s.serviceOfUID(str(lb.Name)) != "" {
-				fmt.Fprintf(tw, "  POOL %s\tpods: see SERVICE GATEWAY\n", str(pool.Name))
+				fmt.Fprintf(tw, "  POOL %s\tpods: see SERVICE GATEWAY%s\n", str(pool.Name), drain)
 				continue
 			}
 			kind := ""
 			if slices.ContainsFunc(addrs, backendpool.IsNICEntry) {
 				kind = " (NIC-based: members are VM ip configurations)"
 			}
-			fmt.Fprintf(tw, "  POOL %s\t%d backends%s\n", str(pool.Name), len(addrs), kind)
+			fmt.Fprintf(tw, "  POOL %s\t%d backends%s%s\n", str(pool.Name), len(addrs), drain, kind)
 			if len(addrs) > 0 {
 				fmt.Fprintln(tw, "    BACKEND\tIP\tADMIN STATE\tNODE TAINTS\tMEMBER")
 			}

@@ -387,3 +387,29 @@ func TestRenderShowsServicesSharingAFrontend(t *testing.T) {
 		t.Fatalf("output after the owner left:\n%s", buf.String())
 	}
 }
+
+// A pool's drain period shows on its POOL line; none shows nothing.
+func TestRenderShowsThePoolsDrainPeriod(t *testing.T) {
+	pool := func(name string, drain *int32) *armnetwork.BackendAddressPool {
+		return &armnetwork.BackendAddressPool{Name: to.Ptr(name), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{DrainPeriodInSeconds: drain,
+			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{{Name: to.Ptr("n1"), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("10.0.0.1")}}}}}
+	}
+	snap := &Snapshot{LoadBalancers: []*armnetwork.LoadBalancer{{Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		BackendAddressPools: []*armnetwork.BackendAddressPool{pool("kubernetes", to.Ptr[int32](20)), pool("other", nil), pool("zero", to.Ptr[int32](0))}}}}}
+	var buf bytes.Buffer
+	if err := Render(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "POOL" {
+			continue
+		}
+		if has := strings.Contains(line, "drain 20s"); has != (f[1] == "kubernetes") || (f[1] != "kubernetes" && strings.Contains(line, "drain")) {
+			t.Errorf("pool line %q", line)
+		}
+	}
+	if !strings.Contains(buf.String(), "1 backends, drain 20s") {
+		t.Errorf("no drain period shown:\n%s", buf.String())
+	}
+}
