@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,10 +142,20 @@ func nodeAgent(ctx context.Context, args []string) error {
 	}
 	// Services and EndpointSlices make each agent its node's kube-proxy
 	// (the data plane's member on the node's loopback address).
+	// Pods on the nodes make each agent the kubelet that confirms a
+	// deleted pod's end (nodeagent.PodTerminator).
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	svcs, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
+	svcs, slices, pods := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices(), factory.Core().V1().Pods()
 	svcs.Informer()
 	slices.Informer()
+	nodeNames := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		nodeNames = append(nodeNames, n.Name)
+	}
+	terminator, err := nodeagent.NewPodTerminator(cs, pods, nodeNames)
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -152,6 +163,9 @@ func nodeAgent(ctx context.Context, args []string) error {
 			return fmt.Errorf("the %v informer did not sync", typ)
 		}
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { terminator.Run(ctx) })
 	return nodeagent.RunAll(ctx, nodes, nodeagent.Options{Client: cs,
 		Power: nodeagent.InventoryPower{Inventory: inv, MaxAge: *interval}, Interval: max(*interval, 100*time.Millisecond),
 		Services: svcs.Lister(), EndpointSlices: slices.Lister()})

@@ -86,7 +86,11 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 	var nodes []nodeagent.Node
 	switch v.o.Variant {
 	case VariantContainer:
-		return azureJSON, nil // pods are the members there: no node agents
+		// Pods are the members there: the agents only play the kubelets
+		// that confirm a deleted pod's end (no kube-proxy: no addresses).
+		for _, d := range containerDemoNodes {
+			nodes = append(nodes, nodeagent.Node{Name: d.name})
+		}
 	case VariantNIC:
 		var err error
 		if nodes, err = createNICVMs(ctx, v.env); err != nil {
@@ -121,9 +125,12 @@ func (v *variantRun) seed(ctx context.Context, url, caFile, adminKubeconfig stri
 		v.nodeManagers = true
 		v.step("azlb-node-manager started for each of the %d nodes (initializes its node from the VM's instance metadata; logs/%s-NODE.log)", len(nodes), nodeManagerName)
 	}
-	if v.o.Variant == VariantNIC || v.o.Variant == VariantBasic {
+	switch v.o.Variant {
+	case VariantNIC, VariantBasic:
 		v.step("simulated kubelets and kube-proxies started for %d nodes (Ready follows each VM's power state)", len(nodes))
-	} else {
+	case VariantContainer:
+		v.step("simulated kubelets started for %d nodes (they confirm the end of a deleted pod)", len(nodes))
+	default:
 		v.step("simulated kube-proxies started for %d nodes (each answers on its loopback address with its name)", len(nodes))
 	}
 	return azureJSON, nil
