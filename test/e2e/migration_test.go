@@ -107,12 +107,12 @@ func checkIngress(t *testing.T, cs kubernetes.Interface, ns string, ips map[stri
 // the Standard pools; a further restart writes nothing.
 func TestSandboxBasicMigration(t *testing.T) {
 	ctx := context.Background()
-	opts, out := upSandbox(t, sandbox.VariantBasic)
-	if !strings.Contains(out.String(), "refused to start, as it must with loadBalancerSku basic: loadBalancerSku: Basic Load Balancer was retired by Azure on 2025-09-30") {
-		t.Fatalf("no refusal in the output:\n%s", out.String())
+	sb, out := upSandbox(t, sandbox.VariantBasic)
+	if !strings.Contains(out, "refused to start, as it must with loadBalancerSku basic: loadBalancerSku: Basic Load Balancer was retired by Azure on 2025-09-30") {
+		t.Fatalf("no refusal in the output:\n%s", out)
 	}
-	dir := opts.Dir
-	clients, cs, render := sandboxClients(t, dir)
+	dir := sb.Dir
+	clients, cs, render := sandboxClients(t, sb)
 	if s := render(); strings.Count(s, "SKU Basic") != 2 {
 		t.Fatalf("azlb status before the migration:\n%s", s)
 	}
@@ -149,8 +149,8 @@ func TestSandboxBasicMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	migrationStart := time.Now().UTC()
-	if err := sandbox.RestartController(dir); err != nil {
-		t.Fatal(err)
+	if out, err := sb.restart(t); err != nil {
+		t.Fatalf("azlb sandbox restart: %v\n%s", err, out)
 	}
 	want := frontendsOf(t, cs, sandbox.DemoNamespace, ips)
 	var last string
@@ -196,8 +196,8 @@ func TestSandboxBasicMigration(t *testing.T) {
 
 	// A further restart: every Service is ensured again, nothing written.
 	since := time.Now().UTC()
-	if err := sandbox.RestartController(dir); err != nil {
-		t.Fatal(err)
+	if out, err := sb.restart(t); err != nil {
+		t.Fatalf("azlb sandbox restart: %v\n%s", err, out)
 	}
 	for name := range ips {
 		eventually(t, 60*time.Second, "the reconcile of "+name+" after the restart", func(context.Context) (bool, error) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -14,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,21 +33,25 @@ import (
 	"github.com/azlb/azlb/internal/emulator/dataplane"
 	"github.com/azlb/azlb/internal/nodeagent"
 	"github.com/azlb/azlb/internal/sandbox"
-	"github.com/azlb/azlb/internal/status"
 	"github.com/azlb/azlb/internal/testutil"
 )
 
 // sandboxBinDir is a bin directory for the sandbox: its own binaries
 // (emulator, CLI, which runs the NIC demo's node agent, and the node
-// manager, one per NIC demo node) built, the
-// controller under test and the Kubernetes binaries linked.
+// manager, one per NIC demo node) built as make build builds them (with
+// the race detector under make test-e2e), the controller under test and
+// the Kubernetes binaries linked.
 func sandboxBinDir(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/azlb-emulator", "./cmd/azlb", "./cmd/azlb-node-manager")
+	args := []string{"build", "-o", bin + "/"}
+	if os.Getenv("AZLB_E2E_RACE") != "" {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./cmd/azlb-emulator", "./cmd/azlb", "./cmd/azlb-node-manager")...)
 	build.Dir = suite.root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build emulator and CLI: %v\n%s", err, out)
@@ -64,31 +68,83 @@ func sandboxBinDir(t *testing.T) string {
 	return bin
 }
 
+// sandboxRun is a sandbox the test started with bin/azlb sandbox up.
+type sandboxRun struct {
+	Dir, BinDir string
+}
+
+// azlb runs the sandbox's CLI, as a user does, from the repository root,
+// and returns its output (stdout and stderr) and its exit error.
+func (s sandboxRun) azlb(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(s.BinDir, "azlb"), args...)
+	cmd.Dir = suite.root
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// clusterFlags are the flags azlb status and verify read the sandbox with.
+func (s sandboxRun) clusterFlags() []string {
+	return []string{"--kubeconfig", filepath.Join(s.Dir, sandbox.KubeconfigFile), "--cloud-config", filepath.Join(s.Dir, sandbox.AzureJSONFile)}
+}
+
+// up runs bin/azlb sandbox up, as make sandbox does.
+func (s sandboxRun) up(t *testing.T, variant string, port int) (string, error) {
+	t.Helper()
+	return s.azlb(t, "sandbox", "up", "--dir", s.Dir, "--bin", s.BinDir, "--rbac", filepath.Join(suite.root, "deploy", "rbac.yaml"),
+		"--secure-port", strconv.Itoa(port), "--variant", cmp.Or(variant, sandbox.VariantMulti))
+}
+
+// down runs bin/azlb sandbox down, as make sandbox-down does.
+func (s sandboxRun) down(t *testing.T) {
+	t.Helper()
+	if out, err := s.azlb(t, "sandbox", "down", "--dir", s.Dir); err != nil {
+		t.Errorf("azlb sandbox down: %v\n%s", err, out)
+	}
+}
+
+// restart runs bin/azlb sandbox restart.
+func (s sandboxRun) restart(t *testing.T) (string, error) {
+	t.Helper()
+	return s.azlb(t, "sandbox", "restart", "--dir", s.Dir)
+}
+
+// status runs bin/azlb status against the sandbox.
+func (s sandboxRun) status(t *testing.T) string {
+	t.Helper()
+	out, err := s.azlb(t, append([]string{"status"}, s.clusterFlags()...)...)
+	if err != nil {
+		t.Fatalf("azlb status: %v\n%s", err, out)
+	}
+	return out
+}
+
 // upSandbox starts a sandbox variant (sandbox.Variant*, "" for the
-// default); it is stopped when the test ends.
-func upSandbox(t *testing.T, variant string) (sandbox.Options, *bytes.Buffer) {
+// default) with the built CLI, bin/azlb sandbox up, as make sandbox does;
+// it is stopped (bin/azlb sandbox down) when the test ends.
+func upSandbox(t *testing.T, variant string) (sandboxRun, string) {
 	t.Helper()
 	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), ".sandbox")
-	var out bytes.Buffer
-	opts := sandbox.Options{Dir: dir, BinDir: sandboxBinDir(t), RBACFile: filepath.Join(suite.root, "deploy", "rbac.yaml"), SecurePort: port, Variant: variant, Out: &out}
-	t.Cleanup(func() { sandbox.Down(dir) })
-	if err := sandbox.Up(context.Background(), opts); err != nil {
-		t.Fatalf("sandbox up: %v\n%s", err, out.String())
+	s := sandboxRun{Dir: filepath.Join(t.TempDir(), ".sandbox"), BinDir: sandboxBinDir(t)}
+	t.Cleanup(func() { _, _ = s.azlb(t, "sandbox", "down", "--dir", s.Dir) })
+	out, err := s.up(t, variant, port)
+	if err != nil {
+		t.Fatalf("azlb sandbox up: %v\n%s", err, out)
 	}
-	return opts, &out
+	return s, out
 }
 
-// sandboxClients are ARM and Kubernetes clients for a running sandbox, and
-// a renderer of its azlb status (with the service gateway in pod-based
-// mode, the network security group otherwise, as the CLI shows it).
-func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interface, func() string) {
+// sandboxClients are ARM and Kubernetes clients for a running sandbox, for
+// the test's own checks, and a renderer of its azlb status (the built CLI).
+func sandboxClients(t *testing.T, s sandboxRun) (*azure.Clients, kubernetes.Interface, func() string) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := config.LoadFile(filepath.Join(dir, sandbox.AzureJSONFile))
+	cfg, err := config.LoadFile(filepath.Join(s.Dir, sandbox.AzureJSONFile))
 	if err != nil {
 		t.Fatalf("the sandbox's azure.json: %v", err)
 	}
@@ -97,30 +153,12 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 		t.Fatal(err)
 	}
 	t.Cleanup(clients.Close)
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, sandbox.KubeconfigFile))
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.Dir, sandbox.KubeconfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
-	render := func() string {
-		snap, err := status.Collect(ctx, clients, cfg.ResourceGroup, cfg.ResourceGroup, cs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.PodIPMode() {
-			if err := status.CollectGateway(ctx, clients, cfg.ResourceGroup, snap); err != nil {
-				t.Fatal(err)
-			}
-		} else if err := status.CollectSecurityGroup(ctx, clients, cmp.Or(cfg.SecurityGroupResourceGroup, cfg.ResourceGroup), cfg.SecurityGroupName, snap); err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := status.Render(&b, snap); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
-	return clients, cs, render
+	return clients, cs, func() string { return s.status(t) }
 }
 
 // The README's first command: everything starts, the demo Services get
@@ -136,22 +174,26 @@ func sandboxClients(t *testing.T, dir string) (*azure.Clients, kubernetes.Interf
 // once it is fixed, and Down stops every process.
 func TestSandboxUpStatusDown(t *testing.T) {
 	ctx := context.Background()
-	opts, out := upSandbox(t, "")
-	dir := opts.Dir
+	sb, out := upSandbox(t, "")
+	dir := sb.Dir
 	t.Logf("sandbox up:\n%s", out)
-	if !strings.Contains(out.String(), "sandbox ready") {
-		t.Fatalf("no readiness line:\n%s", out.String())
+	if !strings.Contains(out, "sandbox ready") {
+		t.Fatalf("no readiness line:\n%s", out)
 	}
 	for _, svc := range []string{"web", "api", "restricted", "echo", "echo-tcp"} {
-		if !strings.Contains(out.String(), "service demo/"+svc+" answers on ") {
-			t.Errorf("Up returned without demo/%s answering:\n%s", svc, out.String())
+		if !strings.Contains(out, "service demo/"+svc+" answers on ") {
+			t.Errorf("Up returned without demo/%s answering:\n%s", svc, out)
 		}
 	}
-	if err := sandbox.Up(ctx, opts); err == nil || !strings.Contains(err.Error(), "already running") {
-		t.Fatalf("a second sandbox up in the same directory: %v", err)
+	port, err := testutil.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := sb.up(t, "", port); err == nil || !strings.Contains(again, "already running") {
+		t.Fatalf("a second azlb sandbox up in the same directory: %v\n%s", err, again)
 	}
 
-	clients, cs, render := sandboxClients(t, dir)
+	clients, cs, render := sandboxClients(t, sb)
 	first := render()
 	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "demo/restricted", "demo/echo", "UDP/53->53", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
@@ -294,22 +336,22 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if err := os.WriteFile(azureJSON, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = sandbox.RestartController(dir)
-	if err == nil || !strings.Contains(err.Error(), "Cloud provider could not be initialized") || !strings.Contains(err.Error(), `"premium"`) {
-		t.Fatalf("restart with loadBalancerSku premium: %v", err)
+	restarted, err := sb.restart(t)
+	if err == nil || !strings.Contains(restarted, "Cloud provider could not be initialized") || !strings.Contains(restarted, `"premium"`) {
+		t.Fatalf("azlb sandbox restart with loadBalancerSku premium: %v\n%s", err, restarted)
 	}
-	t.Logf("restart with loadBalancerSku premium: %v", err)
+	t.Logf("azlb sandbox restart with loadBalancerSku premium: %v\n%s", err, restarted)
 	if err := os.WriteFile(azureJSON, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := sandbox.RestartController(dir); err != nil {
-		t.Fatalf("restart with the sandbox's azure.json: %v", err)
+	if restarted, err := sb.restart(t); err != nil || !strings.Contains(restarted, "restarted and serving") {
+		t.Fatalf("azlb sandbox restart with the sandbox's azure.json: %v\n%s", err, restarted)
 	}
 	servedBy(loopback, web, "aks-pool1-0", "aks-pool1-2")
 
-	verifySandbox(t, opts)
+	verifySandbox(t, sb)
 
-	sandbox.Down(dir)
+	sb.down(t)
 	for _, pidFile := range []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid"), filepath.Join("kube", "etcd.pid")} {
 		if _, err := os.Stat(filepath.Join(dir, pidFile)); err == nil {
 			t.Errorf("%s left behind after Down", pidFile)
@@ -321,13 +363,13 @@ func TestSandboxUpStatusDown(t *testing.T) {
 // verifySandbox runs the sandbox's `azlb verify` until it exits 0 (the
 // controllers have converged: Azure holds what the documentation says), and
 // fails with its report after 30 s.
-func verifySandbox(t *testing.T, opts sandbox.Options) {
+func verifySandbox(t *testing.T, sb sandboxRun) {
 	t.Helper()
 	var out []byte
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		cmd := exec.CommandContext(ctx, filepath.Join(opts.BinDir, "azlb"), "verify",
-			"--kubeconfig", filepath.Join(opts.Dir, sandbox.KubeconfigFile), "--cloud-config", filepath.Join(opts.Dir, sandbox.AzureJSONFile))
+		cmd := exec.CommandContext(ctx, filepath.Join(sb.BinDir, "azlb"), append([]string{"verify"}, sb.clusterFlags()...)...)
+		cmd.Dir = suite.root
 		o, err := cmd.CombinedOutput()
 		if len(o) > 0 || out == nil {
 			out = o // the last run that said something (a run the deadline killed says nothing)
@@ -403,12 +445,11 @@ func setTaintsWith(t *testing.T, cs kubernetes.Interface, node, key string) {
 // status shows them by node with their admin state, and an ARM deallocate
 // of one shows it Down until it is started again.
 func TestSandboxNICDemo(t *testing.T) {
-	ctx := context.Background()
-	opts, out := upSandbox(t, sandbox.VariantNIC)
-	if !strings.Contains(out.String(), "the 5 VMs are members of the NIC-based pool") {
-		t.Fatalf("no membership line:\n%s", out.String())
+	sb, out := upSandbox(t, sandbox.VariantNIC)
+	if !strings.Contains(out, "the 5 VMs are members of the NIC-based pool") {
+		t.Fatalf("no membership line:\n%s", out)
 	}
-	clients, _, render := sandboxClients(t, opts.Dir)
+	_, _, render := sandboxClients(t, sb)
 	first := render()
 	for _, want := range []string{"POOL kubernetes", "NIC-based", "aks-nic-000001", "aks-as-0", "nic:aks-as-0-nic/ipconfig1"} {
 		if !strings.Contains(first, want) {
@@ -423,41 +464,27 @@ func TestSandboxNICDemo(t *testing.T) {
 		}
 		return ""
 	}
-	cfg, err := config.LoadFile(filepath.Join(opts.Dir, sandbox.AzureJSONFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmp, err := devenv.NewCompute(clients, cfg.SubscriptionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := sandbox.ReadNodes(filepath.Join(opts.Dir, sandbox.NodesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		if n.Name != "aks-nic-000001" {
-			continue
+	// bin/azlb vm deallocate|start NODE, as the README shows them.
+	vm := func(action string) {
+		t.Helper()
+		if out, err := sb.azlb(t, append([]string{"vm", action, "aks-nic-000001"}, sb.clusterFlags()...)...); err != nil {
+			t.Fatalf("azlb vm %s aks-nic-000001: %v\n%s", action, err, out)
 		}
-		if err := cmp.PowerAction(ctx, n.ProviderID, devenv.ActionDeallocate); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, "aks-nic-000001 Down in azlb status", func(context.Context) (bool, error) {
-			return stateOf("aks-nic-000001") == "Down", nil
-		})
-		if err := cmp.PowerAction(ctx, n.ProviderID, devenv.ActionStart); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, "aks-nic-000001 None in azlb status", func(context.Context) (bool, error) {
-			return stateOf("aks-nic-000001") == "None", nil
-		})
 	}
-	verifySandbox(t, opts)
-	sandbox.Down(opts.Dir)
-	if _, err := os.Stat(filepath.Join(opts.Dir, "azlb-node-agent.pid")); err == nil {
-		t.Error("the node agent is left running after Down")
+	vm("deallocate")
+	eventually(t, 90*time.Second, "aks-nic-000001 Down in azlb status", func(context.Context) (bool, error) {
+		return stateOf("aks-nic-000001") == "Down", nil
+	})
+	vm("start")
+	eventually(t, 90*time.Second, "aks-nic-000001 None in azlb status", func(context.Context) (bool, error) {
+		return stateOf("aks-nic-000001") == "None", nil
+	})
+	verifySandbox(t, sb)
+	sb.down(t)
+	if _, err := os.Stat(filepath.Join(sb.Dir, "azlb-node-agent.pid")); err == nil {
+		t.Error("the node agent is left running after azlb sandbox down")
 	}
-	checkSandboxRaces(t, opts.Dir)
+	checkSandboxRaces(t, sb.Dir)
 }
 
 // sandboxDenied checks that new connections from src to a frontend fail,

@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -198,14 +198,14 @@ func TestPodBasedLoadBalancing(t *testing.T) {
 // sandbox egress-curl) reaches a loopback server from the identity's
 // public IP.
 func TestContainerSandbox(t *testing.T) {
-	opts, out := upSandbox(t, sandbox.VariantContainer)
+	sb, out := upSandbox(t, sandbox.VariantContainer)
 	for _, want := range []string{"service gateway holds the 5 demo pods", "egress identity team-a set up",
 		"pod demo/egress-client reached a loopback server, which saw it come from 127."} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("sandbox up lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("sandbox up lacks %q:\n%s", want, out)
 		}
 	}
-	clients, _, render := sandboxClients(t, opts.Dir)
+	clients, cs, render := sandboxClients(t, sb)
 	got := render()
 	for _, want := range []string{"(demo/web)", "(demo/api)", "SERVICE GATEWAY servicegateway", "3 locations, 6 addresses",
 		"node aks-nodepool1-0", "10.244.0.10", "default-natgw", "EGRESS IDENTITY", "team-a", "10.244.1.30"} {
@@ -213,24 +213,40 @@ func TestContainerSandbox(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, got)
 		}
 	}
-	// The README's "curl from the pod": the loopback server sees team-a's
-	// public IP; a pod without an identity has no route.
+	// The README's "curl from the pod" (bin/azlb sandbox egress-curl): the
+	// loopback server sees team-a's public IP; a pod without an identity
+	// has no route.
 	ctx := context.Background()
 	pip, err := clients.PublicIP.Get(ctx, devenv.ResourceGroup, sandbox.EgressDemoIdentity+"-pip")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var curl bytes.Buffer
-	if err := sandbox.EgressCurl(ctx, opts.Dir, sandbox.EgressDemoPod, "", &curl); err != nil {
-		t.Fatalf("egress-curl: %v", err)
+	curl, err := sb.azlb(t, "sandbox", "egress-curl", "--dir", sb.Dir, sandbox.EgressDemoPod)
+	if err != nil {
+		t.Fatalf("azlb sandbox egress-curl: %v\n%s", err, curl)
 	}
-	if want := "source address: " + *pip.Properties.IPAddress + "\n"; !strings.HasPrefix(curl.String(), want) {
-		t.Errorf("egress-curl printed %q, want it to start with %q", curl.String(), want)
+	if want := "source address: " + *pip.Properties.IPAddress + "\n"; !strings.HasPrefix(curl, want) {
+		t.Errorf("egress-curl printed %q, want it to start with %q", curl, want)
 	}
-	if err := sandbox.EgressCurl(ctx, opts.Dir, "nope/absent", "", io.Discard); err == nil {
-		t.Error("egress-curl of a missing pod succeeded")
+	if out, err := sb.azlb(t, "sandbox", "egress-curl", "--dir", sb.Dir, "nope/absent"); err == nil {
+		t.Errorf("egress-curl of a missing pod succeeded:\n%s", out)
 	}
-	verifySandbox(t, opts)
-	sandbox.Down(opts.Dir)
-	checkSandboxRaces(t, opts.Dir)
+	verifySandbox(t, sb)
+
+	// bin/kubectl -n demo delete pod egress-client returns: a simulated
+	// kubelet confirms the pod's end once azlb has torn its identity down
+	// and removed its finalizer (it used to wait for ever).
+	kubectl := exec.Command(filepath.Join(suite.root, "bin", "kubectl"), "--kubeconfig", filepath.Join(sb.Dir, sandbox.KubeconfigFile),
+		"-n", sandbox.DemoNamespace, "delete", "pod", sandbox.EgressDemoPod, "--timeout=60s")
+	if out, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl delete pod %s: %v\n%s", sandbox.EgressDemoPod, err, out)
+	}
+	if _, err := cs.CoreV1().Pods(sandbox.DemoNamespace).Get(ctx, sandbox.EgressDemoPod, metav1.GetOptions{}); err == nil {
+		t.Errorf("pod %s still exists after kubectl delete returned", sandbox.EgressDemoPod)
+	}
+	eventually(t, 30*time.Second, "no egress identity in azlb status", func(context.Context) (bool, error) {
+		return !strings.Contains(render(), "EGRESS IDENTITY"), nil
+	})
+	sb.down(t)
+	checkSandboxRaces(t, sb.Dir)
 }
