@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  ?= ./...
 # Unit and integration packages: everything but the end-to-end and chaos suites.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart -e /test/chaos)
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart -e /test/chaos -e /test/cluster)
 comma := ,
 BIN   := $(CURDIR)/bin
 TEST_FLAGS ?= -race -count=1 -timeout 20m
@@ -31,7 +31,7 @@ IMAGES          := azlb-controller-manager azlb-node-manager azlb-emulator
 OUT             := $(CURDIR)/_out
 IMAGE_TOOL       = $(GO) -C hack/tools/image
 
-.PHONY: help build tools test test-unit test-e2e test-chaos chaos test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
+.PHONY: help build tools test test-unit test-e2e test-readme test-e2e-cluster test-chaos chaos test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
 	image image-binaries build-node-image-linux push manifests update-dependencies
 
 help: ## show this help
@@ -62,7 +62,7 @@ push: image ## push the images to $(IMAGE_REGISTRY)/<name>:$(IMAGE_TAG)
 tools: ## build kube-apiserver and kubectl v1.37.1 and etcd into bin/ (cached; first build takes minutes)
 	./hack/build-tools.sh
 
-test: lint test-unit test-image test-chart test-e2e test-chaos ## run every test (race detector on), e2e and short chaos included
+test: lint test-unit test-image test-chart test-e2e test-readme test-chaos ## run every test (race detector on), e2e, README walkthroughs and short chaos included
 
 test-unit: ## unit and integration tests (in-process emulator, client-go fakes)
 	$(GO) test $(TEST_FLAGS) $(UNIT_PKGS)
@@ -86,6 +86,13 @@ test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + e
 	./hack/build-tools.sh kube-apiserver etcd helm
 	./hack/ipv6-loopback.sh
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+
+test-readme: build tools ## play README.md's walkthroughs as written, each in a network namespace of its own (needs root)
+	./hack/ensure-debs.sh curl:curl nc:netcat-openbsd python3:python3
+	AZLB_README_RUN=1 $(GO) test -race -count=1 -timeout 45m -v -run 'TestEveryStepHasACheck|TestWalkthroughs' ./test/readme/ 2>&1 | grep -E '^\s*(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|README.md:' ; exit $${PIPESTATUS[0]}
+
+test-e2e-cluster: build ## black-box scenarios against the cluster KUBECONFIG names and the Azure azure.json/AZURE_* name (default: the running sandbox; docs/install.md)
+	$(GO) test -count=1 -timeout 30m -v ./test/cluster/ 2>&1 | grep -E '^\s*(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
 test-chaos: ## short reliability suites (fault mix, crashes, leader failover; docs/reliability.md), a few minutes
 	./hack/build-tools.sh kube-apiserver etcd helm
