@@ -29,6 +29,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -124,6 +125,9 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err := sandbox.Up(ctx, sandbox.Options{Dir: abs, BinDir: binAbs, RBACFile: *rbac, SecurePort: *port, Out: out, Variant: *variant}); err != nil {
+		if errors.Is(err, sandbox.ErrAlreadyRunning) {
+			return err // the running sandbox is not this command's to stop
+		}
 		sandbox.Down(abs)
 		return fmt.Errorf("sandbox: %w (processes stopped; logs in %s)", err, filepath.Join(*dir, "logs"))
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,6 +60,10 @@ const (
 	EmulatorCAFile = "emulator-ca.pem"
 )
 
+// ErrAlreadyRunning is Up's error when a sandbox runs in the directory
+// already: nothing was started, and the running one must be left alone.
+var ErrAlreadyRunning = errors.New("a sandbox is already running")
+
 // Up starts everything and creates the demo cluster. It returns once every
 // demo Service has its ingress IP and, in the default demo, answers through
 // the emulator's data plane (TCP Services an HTTP request, the UDP one a
@@ -69,7 +74,7 @@ func Up(ctx context.Context, o Options) error {
 		return fmt.Errorf("unknown sandbox variant %q (known: %s)", o.Variant, strings.Join(Variants, ", "))
 	}
 	if running(o.Dir) {
-		return fmt.Errorf("a sandbox is already running in %s: stop it with 'make sandbox-down'", o.Dir)
+		return fmt.Errorf("%w in %s: stop it with 'make sandbox-down'", ErrAlreadyRunning, o.Dir)
 	}
 	// The emulator keeps its state in memory, so the cluster starts afresh
 	// too: a previous run's etcd data would describe Azure objects that no

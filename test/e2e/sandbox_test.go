@@ -185,15 +185,20 @@ func TestSandboxUpStatusDown(t *testing.T) {
 			t.Errorf("Up returned without demo/%s answering:\n%s", svc, out)
 		}
 	}
+	clients, cs, render := sandboxClients(t, sb)
 	port, err := testutil.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second azlb sandbox up in the same directory fails and leaves the
+	// running sandbox alone (it used to stop it on its way out).
 	if again, err := sb.up(t, "", port); err == nil || !strings.Contains(again, "already running") {
 		t.Fatalf("a second azlb sandbox up in the same directory: %v\n%s", err, again)
 	}
+	if _, err := testutil.HelloFrom(netip.MustParseAddr("127.0.0.1"), sandboxFrontend(t, cs, "web"), 5*time.Second); err != nil {
+		t.Fatalf("the running sandbox stopped serving after a second azlb sandbox up: %v", err)
+	}
 
-	clients, cs, render := sandboxClients(t, sb)
 	first := render()
 	for _, want := range []string{"LOAD BALANCER kubernetes", "LOAD BALANCER lb-pool2", "demo/web", "demo/api", "demo/restricted", "demo/echo", "UDP/53->53", "POOL demo.api"} {
 		if !strings.Contains(first, want) {
