@@ -364,10 +364,7 @@ func covers(prefixes []*string, addr string) bool {
 	}
 	for _, p := range prefixes {
 		v := deref(p)
-		switch {
-		case v == "*":
-			return true
-		case v == addr:
+		if v == "*" || v == addr {
 			return true
 		}
 		if pf, err := netip.ParsePrefix(v); err == nil && pf.Contains(a) {

@@ -391,8 +391,8 @@ func heldThenReconnected(p *play, r Result) error {
 	// From the curl's start to the deletion, plus most of the 20 s drain
 	// period, at 2 requests a second.
 	held := p.marks["deleted"].Sub(p.marks["held"]) + 15*time.Second
-	if min := int(held.Seconds() * 2 * 0.8); runs[0].n < min {
-		return fmt.Errorf("%s answered %d requests, want at least %d (%v of 2 a second, less a fifth)", node, runs[0].n, min, held)
+	if least := int(held.Seconds() * 2 * 0.8); runs[0].n < least {
+		return fmt.Errorf("%s answered %d requests, want at least %d (%v of 2 a second, less a fifth)", node, runs[0].n, least, held)
 	}
 	return nil
 }
