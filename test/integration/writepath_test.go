@@ -112,6 +112,12 @@ func TestThreeWritersShareOnePool(t *testing.T) {
 	// Trace 2: EndpointSlice -> PUT of the Local pool.
 	setSlice(t, kube, "default", "web", "n2", "n3")
 	tickUntil(t, fc, u, "the updater wrote the Local pool", func() bool { return poolString(t, clients, local) == "n2=None n3=None" })
+	// Azure answers the updater's PUT before the store has installed the
+	// result in its cache; the admin state reads the cache.
+	testutil.Poll(t, waitFor, "the store's cache holds n3 in both pools", func() bool {
+		refs, err := store.PoolsWith(ctx, []string{"10.240.0.6"}, lbstore.Cached)
+		return err == nil && len(refs) == 2
+	})
 
 	// Trace 3: taint -> PUT, on both pools that hold the node.
 	tainted, _ := kube.CoreV1().Nodes().Get(ctx, "n3", metav1.GetOptions{})
