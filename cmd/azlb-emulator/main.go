@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,21 +51,65 @@ func defaultCAFile() string { return filepath.Join(os.TempDir(), "azlb-emulator-
 
 type identityFlags struct {
 	tenant, client, secret string
+	// certFiles hold certificates (PEM) registered on the client.
+	certFiles []string
+	certs     []*x509.Certificate
 }
 
 func (f *identityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tenant, "tenant-id", emulator.DefaultTenantID, "tenant id of the accepted client-credentials identity")
 	fs.StringVar(&f.client, "client-id", emulator.DefaultClientID, "client id of the accepted identity")
 	fs.StringVar(&f.secret, "client-secret", "", "client secret of the accepted identity (default \""+emulator.DefaultClientSecret+"\"; or set AZLB_EMULATOR_CLIENT_SECRET)")
+	fs.Func("client-certificate", "a PEM `file` of certificates registered on the accepted identity: a client assertion signed with one's key authenticates it (certificate credentials); repeatable", func(p string) error {
+		f.certFiles = append(f.certFiles, p)
+		return nil
+	})
 }
 
-func (f *identityFlags) resolve() {
+func (f *identityFlags) resolve() error {
 	if f.secret == "" {
 		f.secret = os.Getenv("AZLB_EMULATOR_CLIENT_SECRET")
 	}
 	if f.secret == "" {
 		f.secret = emulator.DefaultClientSecret
 	}
+	for _, p := range f.certFiles {
+		certs, err := readCertificates(p)
+		if err != nil {
+			return fmt.Errorf("--client-certificate %s: %w", p, err)
+		}
+		f.certs = append(f.certs, certs...)
+	}
+	return nil
+}
+
+// readCertificates reads the CERTIFICATE blocks of a PEM file (other
+// blocks, such as a private key beside them, are skipped).
+func readCertificates(path string) ([]*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("holds no PEM certificate")
+	}
+	return out, nil
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -110,13 +155,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
 		return 2
 	}
-	id.resolve()
+	if err := id.resolve(); err != nil {
+		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
+		return 2
+	}
 	srv, err := emulator.Start(emulator.Options{
 		InternetPrefixes: internet, ServiceTags: sec.tags, Features: features,
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage, ServiceGatewayMaxServicesPerUpdate: *sgwMax,
-		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret,
+		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret, ClientCertificates: id.certs,
 	}, *listen, *plain)
 	if err != nil {
 		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)

@@ -14,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"go.uber.org/goleak"
 
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/emulator"
 )
 
@@ -200,5 +205,64 @@ func TestServeSGWMaxServicesPerUpdate(t *testing.T) {
 	if code := serve(context.Background(), []string{"--sgw-max-services-per-update", "-1", "--listen", "127.0.0.1:0"}, &out, &errOut); code == 0 ||
 		!strings.Contains(errOut.String(), "ServiceGatewayMaxServicesPerUpdate") {
 		t.Errorf("exit %d, stderr %q; want a refusal naming ServiceGatewayMaxServicesPerUpdate", code, errOut.String())
+	}
+}
+
+// TestServeClientCertificate: --client-certificate registers the
+// certificates of a PEM file, and the certificate credential azlb builds
+// gets a token with their key; a file without a certificate is refused.
+func TestServeClientCertificate(t *testing.T) {
+	pemFile := filepath.Join("..", "..", "internal", "config", "testdata", "clientcert", "rsa.pem")
+	for _, bad := range []string{filepath.Join(t.TempDir(), "missing.pem"), filepath.Join("..", "..", "internal", "config", "testdata", "clientcert", "README.md")} {
+		var out, errOut syncBuffer
+		if code := serve(context.Background(), []string{"--listen", "127.0.0.1:0", "--client-certificate", bad}, &out, &errOut); code == 0 ||
+			!strings.Contains(errOut.String(), "--client-certificate") {
+			t.Errorf("%s: exit %d, stderr %q", bad, code, errOut.String())
+		}
+	}
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--ca-file", ca, "--client-certificate", pemFile}, &out, &errOut)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit %d: %s", code, errOut.String())
+		}
+	}()
+	re := regexp.MustCompile(`on (https://127\.0\.0\.1:\d+) `)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no startup line; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		if m = re.FindStringSubmatch(out.String()); m == nil {
+			<-time.After(5 * time.Millisecond)
+		}
+	}
+	caPEM, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	defer tr.CloseIdleConnections()
+	certs, key, err := config.LoadClientCertificate(pemFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := azidentity.NewClientCertificateCredential(emulator.DefaultTenantID, emulator.DefaultClientID, certs, key,
+		&azidentity.ClientCertificateCredentialOptions{ClientOptions: azcore.ClientOptions{
+			Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: m[1] + "/"}, Transport: &http.Client{Transport: tr}},
+			DisableInstanceDiscovery: true, SendCertificateChain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{"https://management.azure.com/.default"}}); err != nil {
+		t.Fatalf("token with the registered certificate: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ type base struct {
 	limiter       *rateLimiter
 	pollFrequency time.Duration
 	apiLabels     metrics.APIRequest
-	secret        string
+	secrets       []string
 }
 
 // admit takes a token from the read or write bucket and returns the context
@@ -57,7 +57,7 @@ func (b *base) admit(ctx context.Context, op, resourceGroup string, write bool) 
 
 // wrap names the failed call and object; errors.Is/As see through it.
 func (b *base) wrap(op, object string, err error) error {
-	return redactError(fmt.Errorf("azure %s %s %s: %w", b.client, op, object, err), b.secret)
+	return redactError(fmt.Errorf("azure %s %s %s: %w", b.client, op, object, err), b.secrets...)
 }
 
 // withIfMatch sets If-Match on the request(s) issued with ctx when etag is

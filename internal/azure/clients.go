@@ -218,10 +218,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		}
 		return o
 	}
-	secret := ""
-	if cfg.AuthMethod() == config.AuthMethodClientSecret {
-		secret = cfg.AADClientSecret.Reveal()
-	}
+	secrets := credentialSecrets(cfg)
 	newBase := func(client string) *base {
 		return &base{
 			client:        client,
@@ -229,7 +226,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 			limiter:       newRateLimiter(client, effectiveRateLimit(cfg, client), clk),
 			pollFrequency: pollFrequency,
 			apiLabels:     metrics.APIRequest{SubscriptionID: cfg.SubscriptionID, Source: source},
-			secret:        secret,
+			secrets:       secrets,
 		}
 	}
 
@@ -281,7 +278,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	}
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("azure clients: %w", redactError(err, secret))
+		return nil, fmt.Errorf("azure clients: %w", redactError(err, secrets...))
 	}
 	logger.V(2).Info("Azure clients ready", "subscriptionID", cfg.SubscriptionID,
 		"resourceManager", cs.cloud.Services[cloud.ResourceManager].Endpoint, "maxRetries", retry.MaxRetries, "source", source)

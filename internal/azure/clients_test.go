@@ -305,7 +305,7 @@ func TestClientsString(t *testing.T) {
 }
 
 func TestBaseWrapRedactsSecret(t *testing.T) {
-	b := &base{client: ClientLoadBalancer, secret: "s3cr3t-value"}
+	b := &base{client: ClientLoadBalancer, secrets: []string{"s3cr3t-value"}}
 	inner := &ThrottleError{RetryAfter: t0}
 	err := b.wrap(opGet, "rg/lb", &wrapWithText{msg: "token endpoint said: bad secret s3cr3t-value", err: inner})
 	if strings.Contains(err.Error(), "s3cr3t-value") {

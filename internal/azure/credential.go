@@ -102,8 +102,11 @@ func resolveCloud(a config.AuthConfig) (cloudSettings, error) {
 //
 // The method is cfg.AuthMethod(): workload identity
 // (useFederatedWorkloadIdentityExtension), managed identity
-// (useManagedIdentityExtension, userAssignedIdentityID as the client ID), or
-// client secret (aadClientId, aadClientSecret, tenantId).
+// (useManagedIdentityExtension, userAssignedIdentityID as the client ID),
+// client secret (aadClientId, aadClientSecret, tenantId) or client
+// certificate (aadClientId, aadClientCertPath, aadClientCertPassword,
+// tenantId; the certificate chain is sent in the assertion's x5c header, as
+// the Azure cloud provider sends it).
 func newCredential(logger klog.Logger, cfg *config.Config, copts azcore.ClientOptions, disableInstanceDiscovery bool) (azcore.TokenCredential, error) {
 	a := cfg.AuthConfig
 	kind := cfg.AuthMethod()
@@ -135,11 +138,22 @@ func newCredential(logger klog.Logger, cfg *config.Config, copts azcore.ClientOp
 		}
 		cred, err = azidentity.NewClientSecretCredential(a.TenantID, a.AADClientID, a.AADClientSecret.Reveal(),
 			&azidentity.ClientSecretCredentialOptions{ClientOptions: copts, DisableInstanceDiscovery: disableInstanceDiscovery})
+	case config.AuthMethodClientCertificate:
+		if a.TenantID == "" || a.AADClientID == "" {
+			return nil, errors.New("client certificate authentication needs tenantId and aadClientId")
+		}
+		certs, key, cerr := cfg.ClientCertificate()
+		if cerr != nil {
+			return nil, cerr
+		}
+		cred, err = azidentity.NewClientCertificateCredential(a.TenantID, a.AADClientID, certs, key,
+			&azidentity.ClientCertificateCredentialOptions{ClientOptions: copts, DisableInstanceDiscovery: disableInstanceDiscovery,
+				SendCertificateChain: true})
 	default:
-		return nil, errors.New("no Azure credential configured: set exactly one of useFederatedWorkloadIdentityExtension (with aadClientId, tenantId, aadFederatedTokenFile) or useManagedIdentityExtension (optionally userAssignedIdentityID), or set aadClientId and aadClientSecret")
+		return nil, errors.New("no Azure credential configured: set exactly one of useFederatedWorkloadIdentityExtension (with aadClientId, tenantId, aadFederatedTokenFile) or useManagedIdentityExtension (optionally userAssignedIdentityID), or set aadClientId and aadClientSecret (or aadClientCertPath)")
 	}
 	if err != nil {
-		return nil, redactError(fmt.Errorf("%s credential: %w", kind, err), a.AADClientSecret.Reveal())
+		return nil, redactError(fmt.Errorf("%s credential: %w", kind, err), credentialSecrets(cfg)...)
 	}
 	logger.V(2).Info("Using Azure credential", "kind", kind, "tenantID", a.TenantID, "clientID", a.AADClientID,
 		"userAssignedIdentityID", a.UserAssignedIdentityID, "authorityHost", copts.Cloud.ActiveDirectoryAuthorityHost,
@@ -161,14 +175,32 @@ func (e *redactedError) Unwrap() error { return e.err }
 const Redacted = "[REDACTED]"
 
 // redactError returns err, or a wrapper whose text has every occurrence of
-// secret replaced by Redacted.
-func redactError(err error, secret string) error {
-	if err == nil || secret == "" {
+// the secrets replaced by Redacted.
+func redactError(err error, secrets ...string) error {
+	if err == nil {
 		return err
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, secret) {
+	out := msg
+	for _, s := range secrets {
+		if s != "" {
+			out = strings.ReplaceAll(out, s, Redacted)
+		}
+	}
+	if out == msg {
 		return err
 	}
-	return &redactedError{err: err, msg: strings.ReplaceAll(msg, secret, Redacted)}
+	return &redactedError{err: err, msg: out}
+}
+
+// credentialSecrets are the credentials of the configured method (the
+// client secret, the certificate's password), for redactError.
+func credentialSecrets(cfg *config.Config) []string {
+	switch cfg.AuthMethod() {
+	case config.AuthMethodClientSecret:
+		return []string{cfg.AADClientSecret.Reveal()}
+	case config.AuthMethodClientCertificate:
+		return []string{cfg.AADClientCertPassword.Reveal()}
+	}
+	return nil
 }

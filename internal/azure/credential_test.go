@@ -133,6 +133,11 @@ func TestNewCredentialKinds(t *testing.T) {
 		{"both identities", config.AuthConfig{UseManagedIdentityExtension: true, UseFederatedWorkloadIdentityExtension: true}, "", "no Azure credential configured"},
 		{"secret without tenant", config.AuthConfig{AADClientID: "c", AADClientSecret: secret}, "", "needs tenantId and aadClientId"},
 		{"secret with bad tenant", config.AuthConfig{TenantID: "bad tenant!", AADClientID: "c", AADClientSecret: secret}, "", "clientSecret credential"},
+		{"client certificate", config.AuthConfig{TenantID: "t", AADClientID: "c", AADClientCertPath: "../config/testdata/clientcert/rsa-legacy.p12",
+			AADClientCertPassword: "p12-Pa55word"}, "*azidentity.ClientCertificateCredential", ""},
+		{"client certificate, wrong password", config.AuthConfig{TenantID: "t", AADClientID: "c", AADClientCertPath: "../config/testdata/clientcert/rsa-legacy.p12",
+			AADClientCertPassword: secret}, "", "aadClientCertPath"},
+		{"client certificate without tenant", config.AuthConfig{AADClientID: "c", AADClientCertPath: "../config/testdata/clientcert/rsa.pem"}, "", "needs tenantId and aadClientId"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +170,8 @@ func typeName(v any) string {
 		return "*azidentity.ManagedIdentityCredential"
 	case *azidentity.WorkloadIdentityCredential:
 		return "*azidentity.WorkloadIdentityCredential"
+	case *azidentity.ClientCertificateCredential:
+		return "*azidentity.ClientCertificateCredential"
 	}
 	return "other"
 }

@@ -9,7 +9,8 @@
 //     SubnetClient and ServiceGatewayClient from azure.json (package internal/config): the cloud
 //     (AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud, or custom
 //     resourceManagerEndpoint/activeDirectoryAuthorityHost), the credential
-//     (workload identity, managed identity or client secret, through
+//     (workload identity, managed identity, client secret or client
+//     certificate, through
 //     azidentity), an optional CA bundle (caCertFile) trusted for ARM and AAD
 //     in addition to the system roots. There is no emulator-specific path.
 //   - Write fence (SetWriteFence, installed under leader election): every
@@ -53,7 +54,8 @@
 //   - API request metrics (package internal/metrics) are recorded by pipeline
 //     policies for every request: duration, errors by code, throttled and
 //     rate-limited counts.
-//   - The client secret never appears in logs, errors or String().
+//   - The client secret and the certificate's password never appear in
+//     logs, errors or String().
 //   - Clients are safe for concurrent use. Time comes from an injected
 //     k8s.io/utils/clock.PassiveClock (ClientOptions.Clock).
 //

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -637,5 +639,47 @@ func TestEmulatorSynchronousWriteIsOneRequest(t *testing.T) {
 	}
 	if n := len(slow.armRequests()); n < 2 {
 		t.Fatalf("a write answered InProgress made %d requests; it must poll", n)
+	}
+}
+
+// TestEmulatorClientCertificate: certificate authentication (a PKCS#12
+// file with its password, as azure.json gives them) reaches ARM when the
+// emulator knows the certificate, fails with AAD's AADSTS700027 when it
+// does not, and the password is in no error, log or String.
+func TestEmulatorClientCertificate(t *testing.T) {
+	logs := captureKlog(t)
+	const password = "p12-Pa55word" // internal/config/testdata/clientcert/README.md
+	p12, err := filepath.Abs("../config/testdata/clientcert/rsa-legacy.p12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, _, err := config.LoadClientCertificate(p12, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useCert := func(c *config.Config) {
+		c.AADClientSecret = ""
+		c.AADClientCertPath, c.AADClientCertPassword = p12, password
+	}
+	unknown := newEmuEnv(t, emulator.Options{}, "test-emu-cert-unknown", useCert)
+	_, err = unknown.c.LoadBalancer.Get(context.Background(), emuRG, emuLB)
+	if err == nil || !strings.Contains(err.Error(), "AADSTS700027") {
+		t.Fatalf("unregistered certificate: %v", err)
+	}
+	if len(unknown.armRequests()) != 0 {
+		t.Error("a request reached ARM without a token")
+	}
+
+	env := newEmuEnv(t, emulator.Options{ClientCertificates: certs}, "test-emu-cert", useCert)
+	env.seed(t)
+	if _, err := env.c.LoadBalancer.Get(context.Background(), emuRG, emuLB); err != nil {
+		t.Fatalf("Get with the registered certificate: %v", err)
+	}
+	klog.Flush()
+	for what, text := range map[string]string{"error": err.Error(), "clients": env.c.String(), "config": env.cfg.String(),
+		"config %+v": fmt.Sprintf("%+v", env.cfg), "logs": logs.String()} {
+		if strings.Contains(text, password) {
+			t.Errorf("%s holds the certificate's password:\n%s", what, text)
+		}
 	}
 }

@@ -23,6 +23,9 @@ const (
 	AuthMethodManagedIdentity AuthMethod = "managedIdentity"
 	// AuthMethodClientSecret: aadClientId and aadClientSecret, with tenantId.
 	AuthMethodClientSecret AuthMethod = "clientSecret"
+	// AuthMethodClientCertificate: aadClientId and aadClientCertPath (and
+	// aadClientCertPassword for a PKCS#12 file), with tenantId.
+	AuthMethodClientCertificate AuthMethod = "clientCertificate"
 )
 
 // AuthMethod returns the authentication method the configuration selects.
@@ -30,9 +33,11 @@ const (
 // selects workload identity and useManagedIdentityExtension selects managed
 // identity (aadClientSecret is then ignored; AKS writes the placeholder
 // "msi" there). Setting both is ambiguous and yields AuthMethodNone. With
-// neither, a non-empty aadClientSecret selects the client secret.
-// AuthMethod does not check that the chosen method is complete; Validate
-// does.
+// neither, a non-empty aadClientSecret selects the client secret, else a
+// non-empty aadClientCertPath the client certificate (the Azure cloud
+// provider's order; Validate refuses the secret and the certificate
+// together). AuthMethod does not check that the chosen method is complete;
+// Validate does.
 func (c *Config) AuthMethod() AuthMethod {
 	switch {
 	case c.UseFederatedWorkloadIdentityExtension && c.UseManagedIdentityExtension:
@@ -43,6 +48,8 @@ func (c *Config) AuthMethod() AuthMethod {
 		return AuthMethodManagedIdentity
 	case c.AADClientSecret.IsSet():
 		return AuthMethodClientSecret
+	case c.AADClientCertPath != "":
+		return AuthMethodClientCertificate
 	default:
 		return AuthMethodNone
 	}
@@ -55,6 +62,7 @@ func (v *validator) auth(c *Config) {
 	if c.UserAssignedIdentityID != "" && !c.UseManagedIdentityExtension {
 		v.add("userAssignedIdentityID", "requires useManagedIdentityExtension")
 	}
+	v.clientCertificate(c)
 	switch c.AuthMethod() {
 	case AuthMethodWorkloadIdentity:
 		const why = "required for workload identity (useFederatedWorkloadIdentityExtension)"
@@ -67,11 +75,15 @@ func (v *validator) auth(c *Config) {
 		const why = "required for client secret authentication"
 		v.required("aadClientId", c.AADClientID, why)
 		v.required("tenantId", c.TenantID, why)
+	case AuthMethodClientCertificate:
+		const why = "required for client certificate authentication (aadClientCertPath)"
+		v.required("aadClientId", c.AADClientID, why)
+		v.required("tenantId", c.TenantID, why)
 	case AuthMethodNone:
 		if !c.UseFederatedWorkloadIdentityExtension {
 			v.add("aadClientSecret", "required: no authentication method configured "+
-				"(set aadClientId, aadClientSecret and tenantId, or useManagedIdentityExtension, "+
-				"or useFederatedWorkloadIdentityExtension)")
+				"(set aadClientId, aadClientSecret and tenantId, or aadClientId, aadClientCertPath and tenantId, "+
+				"or useManagedIdentityExtension, or useFederatedWorkloadIdentityExtension)")
 		}
 	}
 }

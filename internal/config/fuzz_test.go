@@ -37,6 +37,8 @@ func fuzzSeeds(f *testing.F) {
 		"aadClientSecret: " + fuzzSecret + "\ntenantId: t\naadClientId: c\nsubscriptionId: s\nresourceGroup: rg\nlocation: l\n",
 		`{"aadClientSecret": "` + fuzzSecret + `" "location": "x"}`,
 		"aadClientSecret: *" + fuzzSecret + "\n",
+		`{"aadClientCertPassword": "` + fuzzSecret + `", "aadClientCertPath": "testdata/clientcert/rsa-legacy.p12", "tenantId": "t", "aadClientId": "c", "subscriptionId": "s", "resourceGroup": "rg", "location": "l"}`,
+		"aadClientCertPassword: " + fuzzSecret + "\naadClientCertPath: testdata/clientcert/rsa.pem\n",
 		"aadClientSecret: !!int " + fuzzSecret + "\n",
 		"? [" + fuzzSecret + "]\n: x\n",
 		`{"useManagedIdentityExtension": true, "subscriptionId": "s", "resourceGroup": "rg", "location": "l",
@@ -128,7 +130,8 @@ func FuzzLoad(f *testing.F) {
 }
 
 // secretPlacedAsSecret reports whether fuzzSecret occurs once in data and
-// either is the value of aadClientSecret or data does not parse (so no other
+// either is the value of aadClientSecret or aadClientCertPassword or data
+// does not parse (so no other
 // field can legitimately echo it).
 func secretPlacedAsSecret(data []byte) bool {
 	if bytes.Count(data, []byte(fuzzSecret)) != 1 {
@@ -146,7 +149,7 @@ func secretPlacedAsSecret(data []byte) bool {
 		return true
 	}
 	for k, v := range m {
-		if strings.EqualFold(k, "aadClientSecret") {
+		if strings.EqualFold(k, "aadClientSecret") || strings.EqualFold(k, "aadClientCertPassword") {
 			if s, ok := v.(string); ok && s == fuzzSecret {
 				return true
 			}

@@ -68,8 +68,8 @@ func Load(r io.Reader) (*Config, error) {
 	c, err := load(data)
 	if err != nil {
 		secrets := secretCandidates(data)
-		if c != nil && c.AADClientSecret.IsSet() {
-			secrets = append(secrets, c.AADClientSecret.Reveal())
+		if c != nil {
+			secrets = append(secrets, c.secretValues()...)
 		}
 		return nil, scrubError(err, secrets)
 	}

@@ -16,8 +16,9 @@ import (
 //   - sanitize removes every quoted fragment from a parser message and caps
 //     its length;
 //   - scrubError removes any string that looks like the value of an
-//     aadClientSecret key in the raw input (found textually, so it works on
-//     input that does not parse) or that was decoded into AADClientSecret.
+//     aadClientSecret or aadClientCertPassword key in the raw input (found
+//     textually, so it works on input that does not parse) or that was
+//     decoded into AADClientSecret or AADClientCertPassword.
 
 const maxParserMessage = 240
 
@@ -38,9 +39,10 @@ func sanitize(msg string) string {
 	return msg
 }
 
-// secretValue matches a secret key and the start of its value in JSON or
-// YAML text: "aadClientSecret": "v", aadClientSecret: v, 'aadClientSecret': 'v'.
-var secretValue = regexp.MustCompile(`(?i)aadclientsecret["']?\s*:\s*("(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s,}\]#]+)`)
+// secretValue matches a secret key (aadClientSecret, aadClientCertPassword)
+// and the start of its value in JSON or YAML text: "aadClientSecret": "v",
+// aadClientSecret: v, 'aadClientSecret': 'v'.
+var secretValue = regexp.MustCompile(`(?i)(?:aadclientsecret|aadclientcertpassword)["']?\s*:\s*("(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s,}\]#]+)`)
 
 // minScrubLen: shorter strings are not scrubbed, so that a one-letter
 // "secret" does not blank out every occurrence of that letter.
@@ -80,4 +82,16 @@ func scrubError(err error, secrets []string) error {
 		return err
 	}
 	return errors.New(scrubbed)
+}
+
+// secretValues are the credentials the configuration holds, for scrubbing
+// error text.
+func (c *Config) secretValues() []string {
+	var out []string
+	for _, s := range []Secret{c.AADClientSecret, c.AADClientCertPassword} {
+		if s.IsSet() {
+			out = append(out, s.Reveal())
+		}
+	}
+	return out
 }

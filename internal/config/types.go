@@ -92,8 +92,13 @@ type AuthConfig struct {
 	// for ARM and AAD endpoints with a private CA (the emulator).
 	CACertFile string `json:"caCertFile,omitempty"`
 
-	AADClientID                           string `json:"aadClientId,omitempty"`
-	AADClientSecret                       Secret `json:"aadClientSecret,omitempty"`
+	AADClientID     string `json:"aadClientId,omitempty"`
+	AADClientSecret Secret `json:"aadClientSecret,omitempty"`
+	// AADClientCertPath is a client certificate of the service principal
+	// (PEM, or PKCS#12 with AADClientCertPassword): certificate
+	// authentication (AuthMethodClientCertificate, clientcert.go).
+	AADClientCertPath                     string `json:"aadClientCertPath,omitempty"`
+	AADClientCertPassword                 Secret `json:"aadClientCertPassword,omitempty"`
 	UseManagedIdentityExtension           bool   `json:"useManagedIdentityExtension,omitempty"`
 	UserAssignedIdentityID                string `json:"userAssignedIdentityID,omitempty"`
 	UseFederatedWorkloadIdentityExtension bool   `json:"useFederatedWorkloadIdentityExtension,omitempty"`

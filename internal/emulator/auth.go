@@ -261,6 +261,14 @@ func (e *Emulator) serveToken(w http.ResponseWriter, r *http.Request, tenant str
 	case secret == "" && form.Get("client_assertion") == "":
 		e.writeAADError(w, aadError{http.StatusUnauthorized, "invalid_client", 7000218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'."})
 		return
+	case secret != "" && form.Get("client_assertion") != "":
+		e.writeAADError(w, aadError{http.StatusBadRequest, "invalid_request", 90014, "The request carries both 'client_secret' and 'client_assertion': a client authenticates with one credential."})
+		return
+	case secret == "":
+		if ae := e.verifyClientAssertion(form.Get("client_assertion_type"), form.Get("client_assertion"), clientID, tenant, base, time.Now()); ae != nil {
+			e.writeAADError(w, *ae)
+			return
+		}
 	case subtle.ConstantTimeCompare([]byte(secret), []byte(e.opts.ClientSecret)) != 1:
 		e.writeAADError(w, aadError{http.StatusUnauthorized, "invalid_client", 7000215, fmt.Sprintf("Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '%s'.", clientID)})
 		return

@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -23,6 +24,7 @@ type Emulator struct {
 	clock       clock.Clock
 	latency     atomic.Int64 // nanoseconds
 	features    atomic.Pointer[[]string]
+	clientCerts atomic.Pointer[[]*x509.Certificate]
 	ids         *idSource
 	tokenKey    []byte
 	principalID string
@@ -56,6 +58,7 @@ func New(opts Options) *Emulator {
 	opts = opts.withDefaults()
 	e := &Emulator{opts: opts, clock: opts.Clock, ids: newIDSource()}
 	e.SetFeatures(opts.Features...)
+	e.SetClientCertificates(opts.ClientCertificates...)
 	if err := opts.validate(); err != nil {
 		e.configErr = err
 		e.opts.PublicIPv4CIDR, e.opts.PublicIPv6CIDR = DefaultPublicIPv4CIDR, DefaultPublicIPv6CIDR

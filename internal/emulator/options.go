@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/netip"
 	"time"
@@ -98,6 +99,11 @@ type Options struct {
 	// identity the AAD endpoint accepts. Empty fields take the Default*
 	// constants.
 	TenantID, ClientID, ClientSecret string
+	// ClientCertificates are the certificates registered on that client
+	// application: a client assertion signed with the key of one of them
+	// (and valid by its NotBefore and NotAfter) authenticates it as its
+	// secret does (SetClientCertificates changes them at run time).
+	ClientCertificates []*x509.Certificate
 	// ServiceGatewayPOSTStatus is how updateServices and
 	// updateAddressLocations answer: SGWPostOK (200, what NRP does; the
 	// default) or SGWPostAccepted (202 and polling, what the specification

@@ -377,6 +377,28 @@ func TestOptions(t *testing.T) {
 			t.Errorf("volume %+v, want ConfigMap azlb-config", v)
 		}
 	})
+	t.Run("client certificate", func(t *testing.T) {
+		pod := only[*appsv1.Deployment](t, render(t)).Spec.Template.Spec
+		for _, v := range pod.Volumes {
+			if v.Name == "client-certificate" {
+				t.Errorf("a client-certificate volume by default: %+v", v)
+			}
+		}
+		pod = only[*appsv1.Deployment](t, render(t, "--set", "clientCertificate.secretName=azlb-client-certificate")).Spec.Template.Spec
+		v := volume(t, pod, "client-certificate")
+		if v.Secret == nil || v.Secret.SecretName != "azlb-client-certificate" || v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o400 {
+			t.Errorf("volume %+v, want the Secret azlb-client-certificate, mode 0400", v)
+		}
+		found := false
+		for _, m := range pod.Containers[0].VolumeMounts {
+			if m.Name == "client-certificate" {
+				found = m.MountPath == "/etc/azlb-client-certificate" && m.ReadOnly
+			}
+		}
+		if !found {
+			t.Errorf("mounts %+v, want client-certificate read-only at /etc/azlb-client-certificate", pod.Containers[0].VolumeMounts)
+		}
+	})
 	t.Run("digest, pull secrets, extra args, no PDB", func(t *testing.T) {
 		objs := render(t, "--set", "image.digest=sha256:0123,imagePullSecrets={regcred},extraArgs={--concurrent-service-syncs=20},podDisruptionBudget.enabled=false,replicas=3")
 		d := only[*appsv1.Deployment](t, objs)
