@@ -168,7 +168,7 @@ func startAdminState(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.Co
 		if policy.NICBased {
 			members = az.Inventory // NIC-derived entries are matched by their VM or NIC
 		}
-		opts := adminstate.ManagerOptions{SubscriptionID: az.Config.SubscriptionID,
+		opts := adminstate.ManagerOptions{SubscriptionID: az.Config.NetworkSubscriptionID(),
 			Source: "azlb-controller-manager", Policy: policy, Members: members}
 		if az.Config.UseMultipleStandardLoadBalancers() { // Local Services' pools: their draining entries stay Down
 			svcs, slices := cfg.SharedInformers.Core().V1().Services(), cfg.SharedInformers.Discovery().V1().EndpointSlices()

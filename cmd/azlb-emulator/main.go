@@ -54,12 +54,21 @@ type identityFlags struct {
 	// certFiles hold certificates (PEM) registered on the client.
 	certFiles []string
 	certs     []*x509.Certificate
+	tenants   []emulator.Tenant
 }
 
 func (f *identityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tenant, "tenant-id", emulator.DefaultTenantID, "tenant id of the accepted client-credentials identity")
 	fs.StringVar(&f.client, "client-id", emulator.DefaultClientID, "client id of the accepted identity")
 	fs.StringVar(&f.secret, "client-secret", "", "client secret of the accepted identity (default \""+emulator.DefaultClientSecret+"\"; or set AZLB_EMULATOR_CLIENT_SECRET)")
+	fs.Func("additional-tenant", "`TENANT=SUBSCRIPTION[,SUBSCRIPTION...]`: another tenant, holding those subscriptions (every other is --tenant-id's), where the accepted identity is registered too; ARM then applies its rules across tenants (docs/emulator.md, Tenants); repeatable", func(v string) error {
+		id, subs, ok := strings.Cut(v, "=")
+		if !ok || id == "" || subs == "" {
+			return errors.New("want TENANT=SUBSCRIPTION[,SUBSCRIPTION...]")
+		}
+		f.tenants = append(f.tenants, emulator.Tenant{ID: id, Subscriptions: strings.Split(subs, ",")})
+		return nil
+	})
 	fs.Func("client-certificate", "a PEM `file` of certificates registered on the accepted identity: a client assertion signed with one's key authenticates it (certificate credentials); repeatable", func(p string) error {
 		f.certFiles = append(f.certFiles, p)
 		return nil
@@ -164,7 +173,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage, ServiceGatewayMaxServicesPerUpdate: *sgwMax,
-		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret, ClientCertificates: id.certs,
+		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret, ClientCertificates: id.certs, Tenants: id.tenants,
 	}, *listen, *plain)
 	if err != nil {
 		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)

@@ -112,7 +112,8 @@ func TestServeWritesCAAndShutsDown(t *testing.T) {
 func TestServeRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--write-budget", "0"}, {"--bogus"}, {"extra"}, {"--public-ipv4-cidr", "x", "--listen", "127.0.0.1:0"},
 		{"--data-plane", "--public-ipv4-cidr", "20.40.0.0/16", "--listen", "127.0.0.1:0"},
-		{"--feature", "SLBAllowConnectionDraining"}, {"--feature", "a/b/c"}, {"--feature", " Microsoft.Network/X"}} {
+		{"--feature", "SLBAllowConnectionDraining"}, {"--feature", "a/b/c"}, {"--feature", " Microsoft.Network/X"},
+		{"--additional-tenant", "x"}, {"--additional-tenant", "0b0b0b0b-0000-4000-8000-00000000000b=not-a-guid", "--listen", "127.0.0.1:0"}} {
 		var out, errOut syncBuffer
 		if code := serve(context.Background(), args, &out, &errOut); code == 0 {
 			t.Errorf("%v: exit 0", args)

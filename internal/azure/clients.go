@@ -112,10 +112,19 @@ type Clients struct {
 	// NatGateway writes the NAT gateways of egress identities (pod-based).
 	NatGateway NatGatewayClient
 
-	subscriptionID string
-	cred           azcore.TokenCredential
-	armOptions     func(client string) *arm.ClientOptions
-	ownTransport   *armTransport
+	// subscriptionID holds the VMs, scale sets and NICs (the compute
+	// clients); networkSubscriptionID the network resources
+	// (config.NetworkSubscriptionID).
+	subscriptionID, networkSubscriptionID string
+	// cred gets tokens of tenantId (with the network tenant as an
+	// auxiliary tenant across tenants), netCred of the network tenant (the
+	// same credential within one tenant).
+	cred, netCred azcore.TokenCredential
+	// armOptions are the options of network clients; computeOptions of
+	// compute clients, which carry the network tenant's token in the
+	// auxiliary header across tenants.
+	armOptions, computeOptions func(client string) *arm.ClientOptions
+	ownTransport               *armTransport
 	// fence is shared by the clients' pipelines and the write transport
 	// (SetWriteFence).
 	fence *fenceSlot
@@ -123,21 +132,44 @@ type Clients struct {
 
 // String describes the clients without any credential material.
 func (c *Clients) String() string {
+	if c.networkSubscriptionID != c.subscriptionID {
+		return fmt.Sprintf("azure.Clients{subscription: %s, network subscription: %s}", c.subscriptionID, c.networkSubscriptionID)
+	}
 	return fmt.Sprintf("azure.Clients{subscription: %s}", c.subscriptionID)
 }
 
-// SubscriptionID is the subscription the clients address.
+// SubscriptionID is the subscription of the compute clients (VMs, scale
+// sets, NICs): subscriptionId.
 func (c *Clients) SubscriptionID() string { return c.subscriptionID }
 
-// Credential is the token credential the clients use, for building further
-// ARM clients.
+// NetworkSubscriptionID is the subscription of the network clients (load
+// balancers, public IPs, the NSG, virtual networks, Private Link
+// Services, ...): config.NetworkSubscriptionID.
+func (c *Clients) NetworkSubscriptionID() string { return c.networkSubscriptionID }
+
+// Credential is the token credential of the compute clients (tenantId),
+// for building further compute clients (with ComputeARMClientOptions).
 func (c *Clients) Credential() azcore.TokenCredential { return c.cred }
 
-// ARMClientOptions returns options for building another armnetwork client with
-// the same cloud, transport, SDK retry policy, metrics and a fresh pair of
+// NetworkCredential is the token credential of the network clients (the
+// network tenant), for building further network clients (with
+// ARMClientOptions) in NetworkSubscriptionID.
+func (c *Clients) NetworkCredential() azcore.TokenCredential { return c.netCred }
+
+// ARMClientOptions returns options for building another network client
+// (armnetwork, in NetworkSubscriptionID with NetworkCredential) with the
+// same cloud, transport, SDK retry policy, metrics and a fresh pair of
 // throttle gates named client. Client-side rate limiting is not included (it
 // is applied by the methods of this package's clients).
 func (c *Clients) ARMClientOptions(client string) *arm.ClientOptions { return c.armOptions(client) }
+
+// ComputeARMClientOptions is ARMClientOptions for a compute client (in
+// SubscriptionID with Credential): across tenants its requests also carry
+// the network tenant's token (x-ms-authorization-auxiliary), which writes
+// linking the network's subnet or pools need.
+func (c *Clients) ComputeARMClientOptions(client string) *arm.ClientOptions {
+	return c.computeOptions(client)
+}
 
 // Close releases idle connections of the HTTP client NewClients built (none
 // when a Transport was injected).
@@ -175,7 +207,7 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 	if err != nil {
 		return nil, fmt.Errorf("azure clients: %w", err)
 	}
-	c := &Clients{subscriptionID: cfg.SubscriptionID, fence: &fenceSlot{}}
+	c := &Clients{subscriptionID: cfg.SubscriptionID, networkSubscriptionID: cfg.NetworkSubscriptionID(), fence: &fenceSlot{}}
 	transport := opts.Transport
 	if transport == nil {
 		base, err := newBaseTransport(cfg.CACertFile)
@@ -186,26 +218,31 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		transport = c.ownTransport
 	}
 	coreOpts := azcore.ClientOptions{Cloud: cs.cloud, Transport: transport}
-	c.cred = opts.Credential
+	c.cred, c.netCred = opts.Credential, opts.Credential
 	if c.cred == nil {
-		c.cred, err = newCredential(logger, cfg, coreOpts, cs.disableInstanceDiscovery)
+		c.cred, c.netCred, err = newCredentials(logger, cfg, coreOpts, cs.disableInstanceDiscovery)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("azure clients: %w", err)
 		}
 	}
+	var auxiliary []string
+	if cfg.CrossTenantNetwork() {
+		auxiliary = []string{cfg.NetworkTenantID()}
+	}
 	if cfg.CloudProviderBackoff && (cfg.CloudProviderBackoffExponent != 0 || cfg.CloudProviderBackoffJitter != 0) {
 		logger.V(2).Info("cloudProviderBackoffExponent and cloudProviderBackoffJitter are not used; the Azure SDK retry policy uses its own exponential backoff and jitter")
 	}
 	retry := retryOptions(cfg.BackoffConfig, opts.RetryDelay)
-	c.armOptions = func(client string) *arm.ClientOptions {
-		l := labels{subscriptionID: cfg.SubscriptionID, source: source, metricPrefix: metricName(client)}
+	options := func(client, sub string, aux []string) *arm.ClientOptions {
+		l := labels{subscriptionID: sub, source: source, metricPrefix: metricName(client)}
 		o := &arm.ClientOptions{
 			ClientOptions: coreOpts,
 			// A controller must not register resource providers on the
 			// subscription (the SDK's registration policy would, on a 409
 			// MissingSubscriptionRegistration).
 			DisableRPRegistration: true,
+			AuxiliaryTenants:      aux,
 		}
 		o.Retry = retry
 		o.Retry.StatusCodes = RetriableStatusCodes()
@@ -218,69 +255,76 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		}
 		return o
 	}
+	netSub := cfg.NetworkSubscriptionID()
+	c.armOptions = func(client string) *arm.ClientOptions { return options(client, netSub, nil) }
+	c.computeOptions = func(client string) *arm.ClientOptions { return options(client, cfg.SubscriptionID, auxiliary) }
 	secrets := credentialSecrets(cfg)
-	newBase := func(client string) *base {
-		return &base{
-			client:        client,
-			metricName:    metricName(client),
-			limiter:       newRateLimiter(client, effectiveRateLimit(cfg, client), clk),
-			pollFrequency: pollFrequency,
-			apiLabels:     metrics.APIRequest{SubscriptionID: cfg.SubscriptionID, Source: source},
-			secrets:       secrets,
+	baseIn := func(sub string) func(client string) *base {
+		return func(client string) *base {
+			return &base{
+				client:        client,
+				metricName:    metricName(client),
+				limiter:       newRateLimiter(client, effectiveRateLimit(cfg, client), clk),
+				pollFrequency: pollFrequency,
+				apiLabels:     metrics.APIRequest{SubscriptionID: sub, Source: source},
+				secrets:       secrets,
+			}
 		}
 	}
+	newBase := baseIn(netSub)
 
 	// The load balancer and pool clients send their GETs and PUTs through
 	// an arm.Client of the same options with azlb's codecs (codecclient.go).
 	var lbRaw, poolRaw *arm.Client
-	lb, err := armnetwork.NewLoadBalancersClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientLoadBalancer))
+	lb, err := armnetwork.NewLoadBalancersClient(netSub, c.netCred, c.armOptions(ClientLoadBalancer))
 	if err == nil {
-		lbRaw, err = arm.NewClient(armModule, armModuleVersion, c.cred, c.armOptions(ClientLoadBalancer))
+		lbRaw, err = arm.NewClient(armModule, armModuleVersion, c.netCred, c.armOptions(ClientLoadBalancer))
 		c.LoadBalancer = &loadBalancerClient{base: newBase(ClientLoadBalancer), c: lb,
-			codec: newCodecClient(lbRaw, cfg.SubscriptionID, sdkLBClient)}
+			codec: newCodecClient(lbRaw, netSub, sdkLBClient)}
 	}
 	if err == nil {
 		var bp *armnetwork.LoadBalancerBackendAddressPoolsClient
-		bp, err = armnetwork.NewLoadBalancerBackendAddressPoolsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientBackendPool))
+		bp, err = armnetwork.NewLoadBalancerBackendAddressPoolsClient(netSub, c.netCred, c.armOptions(ClientBackendPool))
 		if err == nil {
-			poolRaw, err = arm.NewClient(armModule, armModuleVersion, c.cred, c.armOptions(ClientBackendPool))
+			poolRaw, err = arm.NewClient(armModule, armModuleVersion, c.netCred, c.armOptions(ClientBackendPool))
 			c.BackendPool = &backendPoolClient{base: newBase(ClientBackendPool), c: bp,
-				codec: newCodecClient(poolRaw, cfg.SubscriptionID, sdkPoolClient)}
+				codec: newCodecClient(poolRaw, netSub, sdkPoolClient)}
 		}
 	}
 	if err == nil {
 		var pip *armnetwork.PublicIPAddressesClient
-		pip, err = armnetwork.NewPublicIPAddressesClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientPublicIPAddress))
+		pip, err = armnetwork.NewPublicIPAddressesClient(netSub, c.netCred, c.armOptions(ClientPublicIPAddress))
 		c.PublicIP = &publicIPClient{base: newBase(ClientPublicIPAddress), c: pip}
 	}
 	if err == nil {
 		var sn *armnetwork.SubnetsClient
-		sn, err = armnetwork.NewSubnetsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientSubnet))
+		sn, err = armnetwork.NewSubnetsClient(netSub, c.netCred, c.armOptions(ClientSubnet))
 		c.Subnet = &subnetClient{base: newBase(ClientSubnet), c: sn}
 	}
 	if err == nil {
 		var nsg *armnetwork.SecurityGroupsClient
-		nsg, err = armnetwork.NewSecurityGroupsClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientSecurityGroup))
+		nsg, err = armnetwork.NewSecurityGroupsClient(netSub, c.netCred, c.armOptions(ClientSecurityGroup))
 		c.SecurityGroup = &securityGroupClient{base: newBase(ClientSecurityGroup), c: nsg}
 	}
 	if err == nil {
 		var sg *armnetwork.ServiceGatewaysClient
-		sg, err = armnetwork.NewServiceGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientServiceGateway))
+		sg, err = armnetwork.NewServiceGatewaysClient(netSub, c.netCred, c.armOptions(ClientServiceGateway))
 		c.ServiceGateway = &serviceGatewayClient{base: newBase(ClientServiceGateway), c: sg}
 	}
 	if err == nil {
 		var ng *armnetwork.NatGatewaysClient
-		ng, err = armnetwork.NewNatGatewaysClient(cfg.SubscriptionID, c.cred, c.armOptions(ClientNatGateway))
+		ng, err = armnetwork.NewNatGatewaysClient(netSub, c.netCred, c.armOptions(ClientNatGateway))
 		c.NatGateway = &natGatewayClient{base: newBase(ClientNatGateway), c: ng}
 	}
 	if err == nil {
-		err = c.computeClients(cfg.SubscriptionID, newBase)
+		err = c.computeClients(cfg.SubscriptionID, baseIn(cfg.SubscriptionID))
 	}
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("azure clients: %w", redactError(err, secrets...))
 	}
-	logger.V(2).Info("Azure clients ready", "subscriptionID", cfg.SubscriptionID,
+	logger.V(2).Info("Azure clients ready", "subscriptionID", cfg.SubscriptionID, "networkSubscriptionID", netSub,
+		"crossTenant", cfg.CrossTenantNetwork(),
 		"resourceManager", cs.cloud.Services[cloud.ResourceManager].Endpoint, "maxRetries", retry.MaxRetries, "source", source)
 	return c, nil
 }
@@ -317,22 +361,22 @@ func metricName(client string) string {
 // computeClients builds the scale set, scale set VM, VM and network
 // interface clients.
 func (c *Clients) computeClients(sub string, newBase func(string) *base) error {
-	vmss, err := armcompute.NewVirtualMachineScaleSetsClient(sub, c.cred, c.armOptions(ClientScaleSet))
+	vmss, err := armcompute.NewVirtualMachineScaleSetsClient(sub, c.cred, c.computeOptions(ClientScaleSet))
 	if err != nil {
 		return err
 	}
 	c.ScaleSet = &scaleSetClient{base: newBase(ClientScaleSet), c: vmss}
-	vmssVM, err := armcompute.NewVirtualMachineScaleSetVMsClient(sub, c.cred, c.armOptions(ClientScaleSetVM))
+	vmssVM, err := armcompute.NewVirtualMachineScaleSetVMsClient(sub, c.cred, c.computeOptions(ClientScaleSetVM))
 	if err != nil {
 		return err
 	}
 	c.ScaleSetVM = &scaleSetVMClient{base: newBase(ClientScaleSetVM), c: vmssVM}
-	vms, err := armcompute.NewVirtualMachinesClient(sub, c.cred, c.armOptions(ClientVM))
+	vms, err := armcompute.NewVirtualMachinesClient(sub, c.cred, c.computeOptions(ClientVM))
 	if err != nil {
 		return err
 	}
 	c.VM = &vmClient{base: newBase(ClientVM), c: vms}
-	nics, err := armnetwork.NewInterfacesClient(sub, c.cred, c.armOptions(ClientInterface))
+	nics, err := armnetwork.NewInterfacesClient(sub, c.cred, c.computeOptions(ClientInterface))
 	if err != nil {
 		return err
 	}

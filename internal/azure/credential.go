@@ -108,7 +108,42 @@ func resolveCloud(a config.AuthConfig) (cloudSettings, error) {
 // tenantId; the certificate chain is sent in the assertion's x5c header, as
 // the Azure cloud provider sends it).
 func newCredential(logger klog.Logger, cfg *config.Config, copts azcore.ClientOptions, disableInstanceDiscovery bool) (azcore.TokenCredential, error) {
+	return newCredentialOf(logger, cfg, copts, disableInstanceDiscovery, cfg.TenantID, nil)
+}
+
+// newCredentials builds the credential of tenantId and that of the network
+// tenant. Within one tenant they are one credential. Across tenants
+// (networkResourceTenantID, a service principal: config.Validate refuses
+// the identities there) the network credential gets tokens of the network
+// tenant, and the cluster's may also get them (AdditionallyAllowedTenants),
+// for the auxiliary header of the compute calls.
+func newCredentials(logger klog.Logger, cfg *config.Config, copts azcore.ClientOptions, disableInstanceDiscovery bool) (cluster, network azcore.TokenCredential, err error) {
+	if !cfg.CrossTenantNetwork() {
+		cred, err := newCredential(logger, cfg, copts, disableInstanceDiscovery)
+		return cred, cred, err
+	}
+	switch cfg.AuthMethod() {
+	case config.AuthMethodClientSecret, config.AuthMethodClientCertificate:
+	default:
+		return nil, nil, fmt.Errorf("networkResourceTenantID %s: %s cannot get tokens of another tenant; a service principal (aadClientSecret or aadClientCertPath) can",
+			cfg.NetworkResourceTenantID, cfg.AuthMethod())
+	}
+	netTenant := cfg.NetworkTenantID()
+	if cluster, err = newCredentialOf(logger, cfg, copts, disableInstanceDiscovery, cfg.TenantID, []string{netTenant}); err != nil {
+		return nil, nil, err
+	}
+	if network, err = newCredentialOf(logger, cfg, copts, disableInstanceDiscovery, netTenant, nil); err != nil {
+		return nil, nil, err
+	}
+	return cluster, network, nil
+}
+
+// newCredentialOf builds the credential of azure.json's method for tenant
+// (a service principal's; the identities have their own), allowed to get
+// tokens of the tenants also.
+func newCredentialOf(logger klog.Logger, cfg *config.Config, copts azcore.ClientOptions, disableInstanceDiscovery bool, tenant string, also []string) (azcore.TokenCredential, error) {
 	a := cfg.AuthConfig
+	a.TenantID = tenant
 	kind := cfg.AuthMethod()
 	var (
 		cred azcore.TokenCredential
@@ -137,7 +172,8 @@ func newCredential(logger klog.Logger, cfg *config.Config, copts azcore.ClientOp
 			return nil, errors.New("client secret authentication needs tenantId and aadClientId")
 		}
 		cred, err = azidentity.NewClientSecretCredential(a.TenantID, a.AADClientID, a.AADClientSecret.Reveal(),
-			&azidentity.ClientSecretCredentialOptions{ClientOptions: copts, DisableInstanceDiscovery: disableInstanceDiscovery})
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: copts, DisableInstanceDiscovery: disableInstanceDiscovery,
+				AdditionallyAllowedTenants: also})
 	case config.AuthMethodClientCertificate:
 		if a.TenantID == "" || a.AADClientID == "" {
 			return nil, errors.New("client certificate authentication needs tenantId and aadClientId")
@@ -148,14 +184,14 @@ func newCredential(logger klog.Logger, cfg *config.Config, copts azcore.ClientOp
 		}
 		cred, err = azidentity.NewClientCertificateCredential(a.TenantID, a.AADClientID, certs, key,
 			&azidentity.ClientCertificateCredentialOptions{ClientOptions: copts, DisableInstanceDiscovery: disableInstanceDiscovery,
-				SendCertificateChain: true})
+				SendCertificateChain: true, AdditionallyAllowedTenants: also})
 	default:
 		return nil, errors.New("no Azure credential configured: set exactly one of useFederatedWorkloadIdentityExtension (with aadClientId, tenantId, aadFederatedTokenFile) or useManagedIdentityExtension (optionally userAssignedIdentityID), or set aadClientId and aadClientSecret (or aadClientCertPath)")
 	}
 	if err != nil {
 		return nil, redactError(fmt.Errorf("%s credential: %w", kind, err), credentialSecrets(cfg)...)
 	}
-	logger.V(2).Info("Using Azure credential", "kind", kind, "tenantID", a.TenantID, "clientID", a.AADClientID,
+	logger.V(2).Info("Using Azure credential", "kind", kind, "tenantID", a.TenantID, "additionallyAllowedTenants", also, "clientID", a.AADClientID,
 		"userAssignedIdentityID", a.UserAssignedIdentityID, "authorityHost", copts.Cloud.ActiveDirectoryAuthorityHost,
 		"instanceDiscovery", !disableInstanceDiscovery)
 	return cred, nil

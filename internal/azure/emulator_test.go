@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -681,5 +682,92 @@ func TestEmulatorClientCertificate(t *testing.T) {
 		if strings.Contains(text, password) {
 			t.Errorf("%s holds the certificate's password:\n%s", what, text)
 		}
+	}
+}
+
+// putGroup creates emuRG in a subscription with a credential of its tenant.
+func (env *emuEnv) putGroup(t testing.TB, cred azcore.TokenCredential, sub string) {
+	t.Helper()
+	cl, err := arm.NewClient("azlbtest", "v0.0.1", cred, env.c.ARMClientOptions("resourceGroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := runtime.NewRequest(context.Background(), http.MethodPut, env.srv.URL()+"/subscriptions/"+sub+"/resourcegroups/"+emuRG+"?api-version=2021-04-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.MarshalAsJSON(req, map[string]string{"location": emuLoc}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl.Pipeline().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusCreated) {
+		t.Fatalf("create resource group in %s: %v", sub, runtime.NewResponseError(resp))
+	}
+}
+
+// TestEmulatorNetworkInAnotherTenant: with networkResourceSubscriptionID
+// and networkResourceTenantID, the network clients address the hub
+// subscription with the hub tenant's tokens, the compute clients the
+// cluster's subscription with its tenant's, and a NIC of the cluster's
+// subscription joins the hub's subnet and pool (the auxiliary token). Without
+// networkResourceTenantID, ARM refuses the cluster tenant's token in the hub
+// subscription, and the controller's error says so.
+func TestEmulatorNetworkInAnotherTenant(t *testing.T) {
+	const (
+		hubTenant = "0b0b0b0b-0000-4000-8000-00000000000b"
+		hubSub    = "0c0c0c0c-0000-4000-8000-00000000000c"
+	)
+	eo := emulator.Options{Tenants: []emulator.Tenant{{ID: hubTenant, Subscriptions: []string{hubSub}}}}
+	env := newEmuEnv(t, eo, "test-emu-hub", func(c *config.Config) {
+		c.NetworkResourceSubscriptionID, c.NetworkResourceTenantID = hubSub, hubTenant
+	})
+	ctx := context.Background()
+	if env.c.SubscriptionID() != emuSub || env.c.NetworkSubscriptionID() != hubSub || !strings.Contains(env.c.String(), "network subscription: "+hubSub) {
+		t.Fatalf("subscriptions %s / %s: %s", env.c.SubscriptionID(), env.c.NetworkSubscriptionID(), env.c)
+	}
+	env.putGroup(t, env.c.Credential(), emuSub)
+	env.putGroup(t, env.c.NetworkCredential(), hubSub)
+	lb, err := env.c.LoadBalancer.CreateOrUpdate(ctx, emuRG, emuLB, armnetwork.LoadBalancer{
+		Location: to.Ptr(emuLoc), SKU: &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
+		Properties: &armnetwork.LoadBalancerPropertiesFormat{BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("pool")}}},
+	}, "")
+	if err != nil || !strings.HasPrefix(*lb.ID, "/subscriptions/"+hubSub+"/") {
+		t.Fatalf("load balancer in the hub: %v", err)
+	}
+	vnets, err := armnetwork.NewVirtualNetworksClient(hubSub, env.c.NetworkCredential(), env.c.ARMClientOptions("vnet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := vnets.BeginCreateOrUpdate(ctx, emuRG, "hub", armnetwork.VirtualNetwork{Location: to.Ptr(emuLoc), Properties: &armnetwork.VirtualNetworkPropertiesFormat{
+		AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr("10.0.0.0/16")}},
+		Subnets:      []*armnetwork.Subnet{{Name: to.Ptr("nodes"), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr("10.0.0.0/24")}}}}}, nil)
+	if err == nil {
+		_, err = p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Millisecond})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic, err := env.c.Interface.CreateOrUpdate(ctx, emuRG, "vm0-nic", armnetwork.Interface{Location: to.Ptr(emuLoc), Properties: &armnetwork.InterfacePropertiesFormat{
+		IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{Name: to.Ptr("ipconfig1"), Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+			Primary:                         to.Ptr(true),
+			Subnet:                          &armnetwork.Subnet{ID: to.Ptr("/subscriptions/" + hubSub + "/resourceGroups/" + emuRG + "/providers/Microsoft.Network/virtualNetworks/hub/subnets/nodes")},
+			LoadBalancerBackendAddressPools: []*armnetwork.BackendAddressPool{{ID: lb.Properties.BackendAddressPools[0].ID}}}}}}}, "")
+	if err != nil || !strings.HasPrefix(*nic.ID, "/subscriptions/"+emuSub+"/") {
+		t.Fatalf("a cluster NIC in the hub's subnet and pool: %v", err)
+	}
+	for _, r := range env.armRequests() {
+		if strings.Contains(r.Path, "/networkInterfaces/") && r.Method == http.MethodPut && r.Status/100 != 2 {
+			t.Errorf("NIC write refused: %+v", r)
+		}
+	}
+
+	// The tenant left out: the hub refuses the cluster tenant's token.
+	wrong := newEmuEnv(t, eo, "test-emu-hub-wrong", func(c *config.Config) { c.NetworkResourceSubscriptionID = hubSub })
+	_, err = wrong.c.LoadBalancer.Get(ctx, emuRG, emuLB)
+	if err == nil || !strings.Contains(err.Error(), "InvalidAuthenticationTokenTenant") {
+		t.Fatalf("the hub with the cluster tenant's token: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func PolicyFromConfig(cfg *config.Config) Policy {
 		if rg == "" {
 			rg = cfg.ResourceGroup
 		}
-		p.VNetID = names.VirtualNetworkID(cfg.SubscriptionID, rg, cfg.VnetName)
+		p.VNetID = names.VirtualNetworkID(cfg.NetworkSubscriptionID(), rg, cfg.VnetName)
 	}
 	return p
 }

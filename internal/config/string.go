@@ -18,6 +18,12 @@ func (c Config) String() string {
 	}
 	kv("cloud", c.Cloud)
 	kv("subscriptionId", c.SubscriptionID)
+	if c.NetworkResourceSubscriptionID != "" {
+		kv("networkResourceSubscriptionId", c.NetworkResourceSubscriptionID)
+	}
+	if c.NetworkResourceTenantID != "" {
+		kv("networkResourceTenantId", c.NetworkResourceTenantID)
+	}
 	kv("resourceGroup", c.ResourceGroup)
 	kv("location", c.Location)
 	kv("clusterName", c.ClusterName)

@@ -103,6 +103,12 @@ type AuthConfig struct {
 	UserAssignedIdentityID                string `json:"userAssignedIdentityID,omitempty"`
 	UseFederatedWorkloadIdentityExtension bool   `json:"useFederatedWorkloadIdentityExtension,omitempty"`
 	AADFederatedTokenFile                 string `json:"aadFederatedTokenFile,omitempty"`
+
+	// NetworkResourceTenantID is the tenant of NetworkResourceSubscriptionID
+	// when it is not TenantID: network calls then use tokens of that tenant,
+	// and compute writes (which link network resources) carry one in the
+	// x-ms-authorization-auxiliary header (network.go).
+	NetworkResourceTenantID string `json:"networkResourceTenantID,omitempty"`
 }
 
 // MultipleStandardLoadBalancerConfiguration places Services and nodes on one
@@ -126,12 +132,17 @@ type Config struct {
 	RateLimitConfig
 	BackoffConfig
 
-	SubscriptionID    string `json:"subscriptionId,omitempty"`
-	ResourceGroup     string `json:"resourceGroup,omitempty"`
-	Location          string `json:"location,omitempty"`
-	VnetName          string `json:"vnetName,omitempty"`
-	VnetResourceGroup string `json:"vnetResourceGroup,omitempty"`
-	SubnetName        string `json:"subnetName,omitempty"`
+	SubscriptionID string `json:"subscriptionId,omitempty"`
+	// NetworkResourceSubscriptionID holds the network resources (load
+	// balancers, public IPs, the NSG, the virtual network, Private Link
+	// Services, ...) when they are not in SubscriptionID, which keeps the
+	// VMs, scale sets and NICs (network.go).
+	NetworkResourceSubscriptionID string `json:"networkResourceSubscriptionID,omitempty"`
+	ResourceGroup                 string `json:"resourceGroup,omitempty"`
+	Location                      string `json:"location,omitempty"`
+	VnetName                      string `json:"vnetName,omitempty"`
+	VnetResourceGroup             string `json:"vnetResourceGroup,omitempty"`
+	SubnetName                    string `json:"subnetName,omitempty"`
 	// SecurityGroupName names the network security group that azlb writes
 	// the inbound rules of LoadBalancer Services into
 	// (docs/security-groups.md); SecurityGroupResourceGroup is its resource

@@ -61,6 +61,7 @@ func (c *Config) Validate() error {
 			d.Cloud, oneOf(knownClouds)))
 	}
 	v.auth(&d)
+	v.networkResources(&d)
 	v.endpoint("resourceManagerEndpoint", d.ResourceManagerEndpoint)
 	v.endpoint("activeDirectoryAuthorityHost", d.ActiveDirectoryAuthorityHost)
 	v.caCertFile(d.CACertFile)

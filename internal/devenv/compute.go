@@ -30,6 +30,7 @@ type NodeVM struct {
 // real SDK (armcompute/v7).
 type Compute struct {
 	clients *azure.Clients
+	sub     string // the VMs' subscription
 	vmss    *armcompute.VirtualMachineScaleSetsClient
 	vmssVMs *armcompute.VirtualMachineScaleSetVMsClient
 	vms     *armcompute.VirtualMachinesClient
@@ -53,12 +54,12 @@ func (e *Env) Compute(ctx context.Context) (*Compute, error) {
 // NewCompute returns a Compute writing through clients (which Close
 // closes) in a subscription.
 func NewCompute(c *azure.Clients, subscription string) (*Compute, error) {
-	out := &Compute{clients: c}
+	out := &Compute{clients: c, sub: subscription}
 	var err error
-	if out.vmss, err = armcompute.NewVirtualMachineScaleSetsClient(subscription, c.Credential(), c.ARMClientOptions("devenv-vmss")); err == nil {
-		if out.vmssVMs, err = armcompute.NewVirtualMachineScaleSetVMsClient(subscription, c.Credential(), c.ARMClientOptions("devenv-vmssvm")); err == nil {
-			if out.vms, err = armcompute.NewVirtualMachinesClient(subscription, c.Credential(), c.ARMClientOptions("devenv-vm")); err == nil {
-				out.avsets, err = armcompute.NewAvailabilitySetsClient(subscription, c.Credential(), c.ARMClientOptions("devenv-avset"))
+	if out.vmss, err = armcompute.NewVirtualMachineScaleSetsClient(subscription, c.Credential(), c.ComputeARMClientOptions("devenv-vmss")); err == nil {
+		if out.vmssVMs, err = armcompute.NewVirtualMachineScaleSetVMsClient(subscription, c.Credential(), c.ComputeARMClientOptions("devenv-vmssvm")); err == nil {
+			if out.vms, err = armcompute.NewVirtualMachinesClient(subscription, c.Credential(), c.ComputeARMClientOptions("devenv-vm")); err == nil {
+				out.avsets, err = armcompute.NewAvailabilitySetsClient(subscription, c.Credential(), c.ComputeARMClientOptions("devenv-avset"))
 			}
 		}
 	}
@@ -75,7 +76,7 @@ func (c *Compute) Close() { c.clients.Close() }
 func (c *Compute) Clients() *azure.Clients { return c.clients }
 
 func (c *Compute) subnetID() string {
-	return names.SubnetID(names.VirtualNetworkID(SubscriptionID, ResourceGroup, VnetName), SubnetName)
+	return names.SubnetID(names.VirtualNetworkID(c.clients.NetworkSubscriptionID(), ResourceGroup, VnetName), SubnetName)
 }
 
 // ScaleSetOptions shape CreateScaleSet.
@@ -213,7 +214,7 @@ func (c *Compute) CreateVM(ctx context.Context, name, availabilitySet string) (N
 		NetworkProfile:  &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{ID: nic.ID}}},
 	}
 	if availabilitySet != "" {
-		props.AvailabilitySet = &armcompute.SubResource{ID: to.Ptr(names.AvailabilitySetID(SubscriptionID, ResourceGroup, availabilitySet))}
+		props.AvailabilitySet = &armcompute.SubResource{ID: to.Ptr(names.AvailabilitySetID(c.sub, ResourceGroup, availabilitySet))}
 	}
 	p, err := c.vms.BeginCreateOrUpdate(ctx, ResourceGroup, name, armcompute.VirtualMachine{Location: to.Ptr(Location), Properties: props}, nil)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -208,8 +209,16 @@ func (e *Env) Seed(ctx context.Context) error {
 		return err
 	}
 	defer clients.Close()
-	if err := e.putResourceGroup(ctx, clients); err != nil {
+	// The resource group in the cluster's subscription and, when the
+	// network resources are in another (networkResourceSubscriptionID),
+	// there too, each with a token of its tenant.
+	if err := e.putResourceGroup(ctx, clients.Credential(), e.Config.SubscriptionID); err != nil {
 		return err
+	}
+	if sub := e.Config.NetworkSubscriptionID(); !strings.EqualFold(sub, e.Config.SubscriptionID) {
+		if err := e.putResourceGroup(ctx, clients.NetworkCredential(), sub); err != nil {
+			return err
+		}
 	}
 	network := e.network
 	if len(network.VnetPrefixes) == 0 {
@@ -219,7 +228,7 @@ func (e *Env) Seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	vnets, err := armnetwork.NewVirtualNetworksClient(SubscriptionID, clients.Credential(), clients.ARMClientOptions("devenv-vnet"))
+	vnets, err := armnetwork.NewVirtualNetworksClient(e.Config.NetworkSubscriptionID(), clients.NetworkCredential(), clients.ARMClientOptions("devenv-vnet"))
 	if err != nil {
 		return err
 	}
@@ -245,15 +254,15 @@ func (e *Env) Seed(ctx context.Context) error {
 	return nil
 }
 
-// putResourceGroup creates the resource group with a plain ARM request
-// (Microsoft.Resources, api-version 2021-04-01), authenticated like every
-// other call.
-func (e *Env) putResourceGroup(ctx context.Context, clients *azure.Clients) error {
-	tok, err := clients.Credential().GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{strings.TrimSuffix(e.Config.ResourceManagerEndpoint, "/") + "/.default"}})
+// putResourceGroup creates the resource group in a subscription with a
+// plain ARM request (Microsoft.Resources, api-version 2021-04-01),
+// authenticated like every other call (cred: of the subscription's tenant).
+func (e *Env) putResourceGroup(ctx context.Context, cred azcore.TokenCredential, sub string) error {
+	tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{strings.TrimSuffix(e.Config.ResourceManagerEndpoint, "/") + "/.default"}})
 	if err != nil {
 		return fmt.Errorf("seed resource group: token: %w", err)
 	}
-	url := fmt.Sprintf("%s/subscriptions/%s/resourcegroups/%s?api-version=2021-04-01", strings.TrimSuffix(e.URL, "/"), SubscriptionID, ResourceGroup)
+	url := fmt.Sprintf("%s/subscriptions/%s/resourcegroups/%s?api-version=2021-04-01", strings.TrimSuffix(e.URL, "/"), sub, ResourceGroup)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader([]byte(`{"location":"`+Location+`"}`)))
 	if err != nil {
 		return err

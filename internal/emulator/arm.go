@@ -26,12 +26,17 @@ const maxBodyBytes = 4 << 20 // ARM's request size limit
 
 // serveARM authenticates and dispatches an ARM request.
 func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro string) {
-	if ae := e.authenticate(r, base); ae != nil {
+	claims, ae := e.authenticate(r, base)
+	if ae != nil {
 		writeARMError(w, ae)
 		return
 	}
 	rt, ae := parseARMPath(r.URL.Path)
 	if ae != nil {
+		writeARMError(w, ae)
+		return
+	}
+	if ae := e.authorizeTenants(r, rt, claims, base); ae != nil {
 		writeARMError(w, ae)
 		return
 	}
@@ -231,7 +236,7 @@ func (e *Emulator) serveSubscription(c *reqCtx) {
 	}
 	writeJSON(c.w, http.StatusOK, mustMarshal(obj{
 		"id": "/subscriptions/" + c.rt.sub, "authorizationSource": "RoleBased", "subscriptionId": c.rt.sub,
-		"tenantId": e.opts.TenantID, "displayName": "azlb emulator subscription", "state": "Enabled",
+		"tenantId": e.tenantOf(c.rt.sub), "displayName": "azlb emulator subscription", "state": "Enabled",
 		"subscriptionPolicies": obj{"locationPlacementId": "Public_2014-09-01", "quotaId": "Internal_2014-09-01", "spendingLimit": "Off"},
 	}))
 }

@@ -38,14 +38,14 @@ type tokenClaims struct {
 
 var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT","kid":"azlb-emulator"}`))
 
-// issueToken builds a signed JWT-shaped access token.
-func (e *Emulator) issueToken(aud string, now time.Time) (string, int64) {
+// issueToken builds a signed JWT-shaped access token of a tenant.
+func (e *Emulator) issueToken(aud, tenant string, now time.Time) (string, int64) {
 	exp := now.Add(tokenLifetime).Unix()
 	c := tokenClaims{
-		Aud: aud, Iss: "https://sts.windows.net/" + e.opts.TenantID + "/",
+		Aud: aud, Iss: "https://sts.windows.net/" + tenant + "/",
 		Iat: now.Unix(), Nbf: now.Unix() - 300, Exp: exp,
 		AppID: e.opts.ClientID, Idtyp: "app", Oid: e.principalID, Sub: e.principalID,
-		Tid: e.opts.TenantID, Ver: "1.0",
+		Tid: tenant, Ver: "1.0",
 	}
 	payload, _ := json.Marshal(c) // a struct of strings and ints always encodes
 	signing := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
@@ -54,27 +54,34 @@ func (e *Emulator) issueToken(aud string, now time.Time) (string, int64) {
 	return signing + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), exp
 }
 
-// authenticate checks the Authorization header of an ARM request.
-func (e *Emulator) authenticate(r *http.Request, base string) *armError {
+// authenticate checks the Authorization header of an ARM request and
+// returns the token's claims.
+func (e *Emulator) authenticate(r *http.Request, base string) (tokenClaims, *armError) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return e.authError("AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.",
+		return tokenClaims{}, e.authError("AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.",
 			"The authentication failed because of missing 'Authorization' header.")
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return e.authError("AuthenticationFailed", "Authentication failed. The 'Authorization' header is provided in an invalid format.",
+		return tokenClaims{}, e.authError("AuthenticationFailed", "Authentication failed. The 'Authorization' header is provided in an invalid format.",
 			"The authentication failed because the 'Authorization' header is not a bearer token.")
 	}
-	claims, ok := e.verifyToken(strings.TrimSpace(tok))
+	claims, ae := e.checkToken(strings.TrimSpace(tok), base, time.Now())
+	return claims, ae
+}
+
+// checkToken verifies an access token (signature, a tenant the emulator
+// serves), its expiry and its audience (ARM's, or the emulator's URL).
+func (e *Emulator) checkToken(tok, base string, now time.Time) (tokenClaims, *armError) {
+	claims, ok := e.verifyToken(tok)
 	if !ok {
-		return e.authError("InvalidAuthenticationToken", "The access token is invalid.", "The access token is invalid.")
+		return claims, e.authError("InvalidAuthenticationToken", "The access token is invalid.", "The access token is invalid.")
 	}
-	now := time.Now()
 	if now.Unix() >= claims.Exp {
 		msg := fmt.Sprintf("The access token expiry UTC time '%s' is earlier than current UTC time '%s'.",
 			time.Unix(claims.Exp, 0).UTC().Format("1/2/2006 3:04:05 PM"), now.UTC().Format("1/2/2006 3:04:05 PM"))
-		return e.authError("ExpiredAuthenticationToken", msg, "The access token expiry UTC time is earlier than current UTC time.")
+		return claims, e.authError("ExpiredAuthenticationToken", msg, "The access token expiry UTC time is earlier than current UTC time.")
 	}
 	aud := strings.TrimRight(claims.Aud, "/")
 	okAud := strings.EqualFold(aud, strings.TrimRight(base, "/"))
@@ -82,16 +89,21 @@ func (e *Emulator) authenticate(r *http.Request, base string) *armError {
 		okAud = okAud || strings.EqualFold(aud, a)
 	}
 	if !okAud {
-		return e.authError("InvalidAuthenticationTokenAudience",
+		return claims, e.authError("InvalidAuthenticationTokenAudience",
 			fmt.Sprintf("The access token has been obtained for wrong audience or resource '%s'. It should exactly match with one of the allowed audiences 'https://management.core.windows.net/','https://management.core.windows.net','https://management.azure.com/','https://management.azure.com'.", claims.Aud),
 			"The access token has been obtained for wrong audience or resource.")
 	}
-	return nil
+	return claims, nil
 }
 
 func (e *Emulator) authError(code, msg, desc string) *armError {
+	return e.tenantAuthError(e.opts.TenantID, code, msg, desc)
+}
+
+// tenantAuthError is authError pointing the client at a tenant's authority.
+func (e *Emulator) tenantAuthError(tenant, code, msg, desc string) *armError {
 	return &armError{status: http.StatusUnauthorized, code: code, message: msg, header: map[string]string{
-		"WWW-Authenticate": fmt.Sprintf(`Bearer authorization_uri="https://login.windows.net/%s", error="invalid_token", error_description="%s"`, e.opts.TenantID, desc),
+		"WWW-Authenticate": fmt.Sprintf(`Bearer authorization_uri="https://login.windows.net/%s", error="invalid_token", error_description="%s"`, tenant, desc),
 	}}
 }
 
@@ -135,7 +147,7 @@ func (e *Emulator) verifyTokenUncached(tok string) (tokenClaims, bool) {
 	if err != nil || json.Unmarshal(payload, &c) != nil {
 		return c, false
 	}
-	return c, c.Tid == e.opts.TenantID
+	return c, e.knownTenant(c.Tid)
 }
 
 // aadError is an AAD v2.0 error response.
@@ -167,7 +179,7 @@ func (e *Emulator) writeAADError(w http.ResponseWriter, ae aadError) {
 // serveAAD handles /{tenant}/... AAD requests. It reports false when the
 // path is not an AAD endpoint.
 func (e *Emulator) serveAAD(w http.ResponseWriter, r *http.Request, tenant, rest, base string) {
-	tenantOK := strings.EqualFold(tenant, e.opts.TenantID)
+	tenantOK := e.knownTenant(tenant)
 	switch strings.ToLower(rest) {
 	case "v2.0/.well-known/openid-configuration", ".well-known/openid-configuration":
 		if r.Method != http.MethodGet {
@@ -178,7 +190,7 @@ func (e *Emulator) serveAAD(w http.ResponseWriter, r *http.Request, tenant, rest
 			e.writeAADError(w, aadError{http.StatusBadRequest, "invalid_tenant", 90002, fmt.Sprintf("Tenant '%s' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.", tenant)})
 			return
 		}
-		t := e.opts.TenantID
+		t := e.canonicalTenant(tenant)
 		cfg := map[string]any{
 			"token_endpoint":                        base + "/" + t + "/oauth2/v2.0/token",
 			"token_endpoint_auth_methods_supported": []string{"client_secret_post", "private_key_jwt", "client_secret_basic"},
@@ -256,7 +268,7 @@ func (e *Emulator) serveToken(w http.ResponseWriter, r *http.Request, tenant str
 		e.writeAADError(w, aadError{http.StatusBadRequest, "invalid_request", 900144, "The request body must contain the following parameter: 'client_id'."})
 		return
 	case clientID != e.opts.ClientID:
-		e.writeAADError(w, aadError{http.StatusBadRequest, "unauthorized_client", 700016, fmt.Sprintf("Application with identifier '%s' was not found in the directory '%s'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.", clientID, e.opts.TenantID)})
+		e.writeAADError(w, aadError{http.StatusBadRequest, "unauthorized_client", 700016, fmt.Sprintf("Application with identifier '%s' was not found in the directory '%s'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.", clientID, tenant)})
 		return
 	case secret == "" && form.Get("client_assertion") == "":
 		e.writeAADError(w, aadError{http.StatusUnauthorized, "invalid_client", 7000218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'."})
@@ -298,7 +310,7 @@ func (e *Emulator) serveToken(w http.ResponseWriter, r *http.Request, tenant str
 		e.writeAADError(w, aadError{http.StatusBadRequest, "invalid_scope", 1002012, "The provided value for scope is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."})
 		return
 	}
-	tok, _ := e.issueToken(resource, time.Now())
+	tok, _ := e.issueToken(resource, e.canonicalTenant(tenant), time.Now())
 	secs := int(tokenLifetime / time.Second)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store, no-cache")

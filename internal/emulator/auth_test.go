@@ -104,9 +104,9 @@ func TestAADOpenIDConfiguration(t *testing.T) {
 func TestARMAuthentication(t *testing.T) {
 	h := newHandlerEnv(t, Options{})
 	other := New(Options{})
-	foreign, _ := other.issueToken("https://management.azure.com/", time.Now())
-	expired, _ := h.emu.issueToken("https://management.azure.com/", time.Now().Add(-2*time.Hour))
-	graph, _ := h.emu.issueToken("https://graph.microsoft.com/", time.Now())
+	foreign, _ := other.issueToken("https://management.azure.com/", DefaultTenantID, time.Now())
+	expired, _ := h.emu.issueToken("https://management.azure.com/", DefaultTenantID, time.Now().Add(-2*time.Hour))
+	graph, _ := h.emu.issueToken("https://graph.microsoft.com/", DefaultTenantID, time.Now())
 	cases := []struct {
 		name, auth, code string
 	}{

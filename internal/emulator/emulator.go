@@ -25,6 +25,7 @@ type Emulator struct {
 	latency     atomic.Int64 // nanoseconds
 	features    atomic.Pointer[[]string]
 	clientCerts atomic.Pointer[[]*x509.Certificate]
+	tenancy     tenancy
 	ids         *idSource
 	tokenKey    []byte
 	principalID string
@@ -59,6 +60,7 @@ func New(opts Options) *Emulator {
 	e := &Emulator{opts: opts, clock: opts.Clock, ids: newIDSource()}
 	e.SetFeatures(opts.Features...)
 	e.SetClientCertificates(opts.ClientCertificates...)
+	e.tenancy = newTenancy(opts)
 	if err := opts.validate(); err != nil {
 		e.configErr = err
 		e.opts.PublicIPv4CIDR, e.opts.PublicIPv6CIDR = DefaultPublicIPv4CIDR, DefaultPublicIPv6CIDR

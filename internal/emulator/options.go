@@ -99,6 +99,13 @@ type Options struct {
 	// identity the AAD endpoint accepts. Empty fields take the Default*
 	// constants.
 	TenantID, ClientID, ClientSecret string
+	// Tenants are more tenants, each holding the subscriptions it lists
+	// (every other subscription is TenantID's). The one client application
+	// is registered in all of them. ARM then holds requests to the rules
+	// across tenants (docs/emulator.md, Tenants): a token of the
+	// subscription's tenant, and auxiliary tokens of the tenants whose
+	// subscriptions a write links.
+	Tenants []Tenant
 	// ClientCertificates are the certificates registered on that client
 	// application: a client assertion signed with the key of one of them
 	// (and valid by its NotBefore and NotAfter) authenticates it as its
@@ -217,6 +224,9 @@ func (o Options) validate() error {
 		}
 	}
 	if err := o.validateTags(); err != nil {
+		return err
+	}
+	if err := o.validateTenants(); err != nil {
 		return err
 	}
 	if v6.Bits() > 120 {

@@ -62,7 +62,7 @@ func FromConfig(cfg *config.Config, o Options) Options {
 	retries := cfg.BackendPoolUpdateMaxRetries()
 	o.MaxRetries = &retries
 	o.Policy = backendpool.PolicyFromConfig(cfg)
-	o.SubscriptionID = cfg.SubscriptionID
+	o.SubscriptionID = cfg.NetworkSubscriptionID() // of the pools it writes
 	return o
 }
 

@@ -27,13 +27,13 @@ type PrivateLinks struct {
 // NewPrivateLinks builds the Private Link Service manager from azure.json
 // and the ARM clients.
 func NewPrivateLinks(cfg *config.Config, clients *azure.Clients, recorder record.EventRecorder) (*PrivateLinks, error) {
-	c, sn, err := privatelink.NewClients(clients.SubscriptionID(), clients.Credential(), clients.ARMClientOptions("privatelinkservice"), 0)
+	c, sn, err := privatelink.NewClients(clients.NetworkSubscriptionID(), clients.NetworkCredential(), clients.ARMClientOptions("privatelinkservice"), 0)
 	if err != nil {
 		return nil, err
 	}
 	store := privatelink.NewStore(c, sn)
 	m := privatelink.NewManager(store, privatelink.Config{
-		SubscriptionID:    clients.SubscriptionID(),
+		SubscriptionID:    clients.NetworkSubscriptionID(),
 		ClusterName:       cfg.ClusterName,
 		ResourceGroup:     cfg.PrivateLinkServiceResourceGroup,
 		VnetResourceGroup: cfg.VnetResourceGroup,

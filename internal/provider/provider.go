@@ -220,7 +220,7 @@ func (p *Provider) SetServiceLister(services corelisters.ServiceLister) { p.serv
 func (p *Provider) SetLoadBalancerClass(c lbclass.Class) { p.class = c }
 
 func (p *Provider) lbRef(lbName string) names.LoadBalancerRef {
-	return names.LoadBalancerRef{Subscription: p.cfg.SubscriptionID, ResourceGroup: p.store.ResourceGroup(), Name: lbName}
+	return names.LoadBalancerRef{Subscription: p.cfg.NetworkSubscriptionID(), ResourceGroup: p.store.ResourceGroup(), Name: lbName}
 }
 
 func (p *Provider) clusterName() string { return p.cfg.ClusterName }

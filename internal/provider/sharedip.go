@@ -571,7 +571,7 @@ func (p *Provider) sharedIPLoadBalancer(ctx context.Context, svc *v1.Service, sp
 			continue
 		}
 		if n := requestedPIPName(spec, fam); n != "" {
-			wantPIP[strings.ToLower("/subscriptions/"+p.cfg.SubscriptionID+"/resourceGroups/"+rg+"/providers/Microsoft.Network/publicIPAddresses/"+n)] = true
+			wantPIP[strings.ToLower("/subscriptions/"+p.cfg.NetworkSubscriptionID()+"/resourceGroups/"+rg+"/providers/Microsoft.Network/publicIPAddresses/"+n)] = true
 		} else if a := requestedAddress(svc, spec, fam); a != "" {
 			pips, err := p.publicIPs(ctx).List(ctx, rg)
 			if err != nil {

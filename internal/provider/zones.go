@@ -42,7 +42,7 @@ type armReader struct {
 
 func (r *armReader) client(c *azure.Clients) (*arm.Client, error) {
 	if r.raw == nil {
-		raw, err := arm.NewClient("azlb", "v1.0.0", c.Credential(), c.ARMClientOptions("zones"))
+		raw, err := arm.NewClient("azlb", "v1.0.0", c.NetworkCredential(), c.ARMClientOptions("zones"))
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +65,7 @@ func (p *Provider) regionZones(ctx context.Context) ([]*string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("availability zones: %w", err)
 	}
-	zones, err := readRegionZones(ctx, c, p.cfg.SubscriptionID, p.cfg.Location)
+	zones, err := readRegionZones(ctx, c, p.cfg.NetworkSubscriptionID(), p.cfg.Location)
 	if err != nil {
 		return nil, fmt.Errorf("read the availability zones of region %s: %w", p.cfg.Location, err)
 	}
@@ -143,7 +143,7 @@ func (p *Provider) publicIPPrefix(ctx context.Context, id string) (*armnetwork.P
 	r.mu.Lock()
 	c := r.prefixes[strings.ToLower(rid.SubscriptionID)]
 	if c == nil {
-		c, err = armnetwork.NewPublicIPPrefixesClient(rid.SubscriptionID, p.clients.Credential(), p.clients.ARMClientOptions("publicipprefix"))
+		c, err = armnetwork.NewPublicIPPrefixesClient(rid.SubscriptionID, p.clients.NetworkCredential(), p.clients.ARMClientOptions("publicipprefix"))
 		if err != nil {
 			r.mu.Unlock()
 			return nil, err

@@ -75,7 +75,7 @@ func connectPrivateEndpoint(ctx context.Context, env *devenv.Env) (string, netip
 	defer clients.Close()
 	cfg := env.Config
 	opts := clients.ARMClientOptions("sandbox-private-link")
-	plsc, err := armnetwork.NewPrivateLinkServicesClient(cfg.SubscriptionID, clients.Credential(), opts)
+	plsc, err := armnetwork.NewPrivateLinkServicesClient(cfg.NetworkSubscriptionID(), clients.NetworkCredential(), opts)
 	if err != nil {
 		return "", netip.Addr{}, err
 	}
@@ -105,7 +105,7 @@ func connectPrivateEndpoint(ctx context.Context, env *devenv.Env) (string, netip
 		return "", netip.Addr{}, fmt.Errorf("no Private Link Service for service %s within %v: %w", owner, privateLinkTimeout, err)
 	}
 	poll := &devenv.PollOptions // a second: the least the SDK takes outside a test binary
-	vnets, err := armnetwork.NewVirtualNetworksClient(cfg.SubscriptionID, clients.Credential(), opts)
+	vnets, err := armnetwork.NewVirtualNetworksClient(cfg.NetworkSubscriptionID(), clients.NetworkCredential(), opts)
 	if err != nil {
 		return "", netip.Addr{}, err
 	}
@@ -121,7 +121,7 @@ func connectPrivateEndpoint(ctx context.Context, env *devenv.Env) (string, netip
 	if err != nil {
 		return "", netip.Addr{}, fmt.Errorf("create virtual network %s: %w", ConsumerVnet, err)
 	}
-	pec, err := armnetwork.NewPrivateEndpointsClient(cfg.SubscriptionID, clients.Credential(), opts)
+	pec, err := armnetwork.NewPrivateEndpointsClient(cfg.NetworkSubscriptionID(), clients.NetworkCredential(), opts)
 	if err != nil {
 		return "", netip.Addr{}, err
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -34,7 +35,7 @@ func reserveNodeAddresses(ctx context.Context, env *devenv.Env, nodes []demoNode
 	}
 	defer clients.Close()
 	cfg := env.Config
-	subnet := &armnetwork.Subnet{ID: to.Ptr(names.SubnetID(names.VirtualNetworkID(cfg.SubscriptionID, cfg.ResourceGroup, cfg.VnetName), cfg.SubnetName))}
+	subnet := &armnetwork.Subnet{ID: to.Ptr(names.SubnetID(names.VirtualNetworkID(cfg.NetworkSubscriptionID(), cmp.Or(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName), cfg.SubnetName))}
 	for _, d := range nodes {
 		var ipcs []*armnetwork.InterfaceIPConfiguration
 		for i, s := range []string{d.ip, d.ipv6} {

@@ -26,7 +26,7 @@ const (
 func uidOf(s string) types.UID { return types.UID(s) }
 
 func (e *Controller) lbRef(uid string) names.LoadBalancerRef {
-	return names.LoadBalancerRef{Subscription: e.cfg.SubscriptionID, ResourceGroup: e.store.ResourceGroup(), Name: uid}
+	return names.LoadBalancerRef{Subscription: e.cfg.NetworkSubscriptionID(), ResourceGroup: e.store.ResourceGroup(), Name: uid}
 }
 
 // poolID is the id of the Service's one (empty) backend pool.

@@ -152,11 +152,11 @@ type egressPod struct {
 func (e *Controller) hasEgress() bool { return e.pods != nil && e.nats != nil }
 
 func (e *Controller) gatewayID() string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/serviceGateways/%s", e.cfg.SubscriptionID, e.rg, names.ServiceGateway)
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/serviceGateways/%s", e.cfg.NetworkSubscriptionID(), e.rg, names.ServiceGateway)
 }
 
 func (e *Controller) natID(id string) string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/natGateways/%s", e.cfg.SubscriptionID, e.rg, id)
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/natGateways/%s", e.cfg.NetworkSubscriptionID(), e.rg, id)
 }
 
 // onPod queues the identities a pod belongs to now and belonged to before.

@@ -254,7 +254,7 @@ func NewController(o Options) (*Controller, error) {
 		opTimeout:   o.OpTimeout,
 		resync:      o.Resync,
 		rg:          o.Config.ResourceGroup,
-		vnetID:      names.VirtualNetworkID(o.Config.SubscriptionID, vnetRG(o.Config), o.Config.VnetName),
+		vnetID:      names.VirtualNetworkID(o.Config.NetworkSubscriptionID(), vnetRG(o.Config), o.Config.VnetName),
 		health:      &health.Worker{Clock: clk},
 		states:      map[string]*svcState{},
 		byName:      map[string]string{},

@@ -21,7 +21,7 @@ import (
 // Service's azure-pls-resource-group that carry the cluster's tag
 // (clusterName) or serve a frontend of the snapshot's load balancers.
 func CollectPrivateLinks(ctx context.Context, clients *azure.Clients, rg, clusterName string, s *Snapshot) error {
-	c, _, err := privatelink.NewClients(clients.SubscriptionID(), clients.Credential(), clients.ARMClientOptions("azlb-status"), 0)
+	c, _, err := privatelink.NewClients(clients.NetworkSubscriptionID(), clients.NetworkCredential(), clients.ARMClientOptions("azlb-status"), 0)
 	if err != nil {
 		return err
 	}

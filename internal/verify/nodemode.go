@@ -72,7 +72,7 @@ func newNodeMode(s *Snapshot, r *Report) *nodeMode {
 		nsg:        newNSGCheck(s),
 	}
 	if cfg.VnetName != "" {
-		m.vnetID = names.VirtualNetworkID(cfg.SubscriptionID, cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName)
+		m.vnetID = names.VirtualNetworkID(cfg.NetworkSubscriptionID(), cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName)
 	}
 	for _, p := range s.PublicIPs {
 		if p.ID != nil {

@@ -23,7 +23,7 @@ const docPrivateLink = "private-link.md"
 // group the cluster's may be in (privateLinkServiceResourceGroup and each
 // Service's azure-pls-resource-group).
 func collectPrivateLinks(ctx context.Context, cfg *config.Config, clients *azure.Clients, svcs []*v1.Service) ([]*armnetwork.PrivateLinkService, error) {
-	c, _, err := privatelink.NewClients(clients.SubscriptionID(), clients.Credential(), clients.ARMClientOptions("azlb-verify"), 0)
+	c, _, err := privatelink.NewClients(clients.NetworkSubscriptionID(), clients.NetworkCredential(), clients.ARMClientOptions("azlb-verify"), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func plsSubnet(cfg *config.Config, svc *v1.Service) string {
 
 func subnetIDOf(cfg *config.Config, subnet string) string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
-		cfg.SubscriptionID, cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName, subnet)
+		cfg.NetworkSubscriptionID(), cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName, subnet)
 }
 
 func plsName(p *armnetwork.PrivateLinkService) string { return ptr.Deref(p.Name, "") }

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
 	"github.com/azlb/azlb/internal/compute"
 	"github.com/azlb/azlb/internal/devenv"
@@ -122,7 +123,13 @@ func hasTaint(n *v1.Node, key string) bool {
 // function is called; it then deletes the nodes.
 func runNodeAgents(t *testing.T, vms []devenv.NodeVM) func() {
 	t.Helper()
-	clients := arm(t)
+	return runNodeAgentsWith(t, arm(t), vms)
+}
+
+// runNodeAgentsWith is runNodeAgents reading the VMs' power through
+// clients (of another emulator than the suite's).
+func runNodeAgentsWith(t *testing.T, clients *azure.Clients, vms []devenv.NodeVM) func() {
+	t.Helper()
 	inv := testutil.Inventory(t, compute.ClientsOf(clients), nil)
 	var nodes []nodeagent.Node
 	for _, vm := range vms {
