@@ -28,6 +28,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
 	"k8s.io/klog/v2"
 
+	"github.com/azlb/azlb/internal/cloudconfig"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/leaderfence"
 	"github.com/azlb/azlb/internal/provider"
@@ -142,11 +143,19 @@ func loadCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) (*pro
 	if cc.CloudConfigFile == "" {
 		return nil, fmt.Errorf("cloud provider %s: --cloud-config (azure.json) is required", provider.ProviderName)
 	}
-	f, err := os.Open(cc.CloudConfigFile)
+	// The Secret kube-system/azure-cloud-provider, per azure.json's
+	// cloudConfigType, is read as the manager's identity.
+	client, err := kubernetes.NewForConfig(restclient.AddUserAgent(restclient.CopyConfig(c.Kubeconfig), "azlb-cloud-config"))
+	if err != nil {
+		return nil, fmt.Errorf("cloud provider %s: Kubernetes client: %w", provider.ProviderName, err)
+	}
+	ctx := context.Background()
+	res, err := cloudconfig.Load(ctx, cc.CloudConfigFile, client)
 	if err != nil {
 		return nil, fmt.Errorf("cloud provider %s: %w", provider.ProviderName, err)
 	}
-	defer func() { _ = f.Close() }()
-	return provider.LoadCloud(context.Background(), f, provider.ClusterNameFlag{
+	klog.InfoS("Cloud configuration loaded", "source", res.Source, "cloudConfigType", res.Config.CloudConfigType,
+		"secretOverrides", res.Overrides, "note", res.Note)
+	return provider.LoadedCloud(ctx, res.Config, provider.ClusterNameFlag{
 		Name: c.ComponentConfig.KubeCloudShared.ClusterName, Given: flags.clusterNameGiven})
 }

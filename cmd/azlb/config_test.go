@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -30,17 +31,17 @@ func TestLoadConfigTakesTheClusterNameFlag(t *testing.T) {
 		}
 		return p
 	}
-	cfg, err := loadConfig(write(""), "capz-cluster")
+	cfg, err := loadConfig(context.Background(), write(""), "capz-cluster", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ClusterName != "capz-cluster" {
 		t.Fatalf("no clusterName, --cluster-name capz-cluster: cluster %q", cfg.ClusterName)
 	}
-	if cfg, err = loadConfig(write(""), ""); err != nil || cfg.ClusterName != "kubernetes" {
+	if cfg, err = loadConfig(context.Background(), write(""), "", nil); err != nil || cfg.ClusterName != "kubernetes" {
 		t.Fatalf("neither set: %v %+v, want the default kubernetes", err, cfg)
 	}
-	if _, err := loadConfig(write("one"), "two"); err == nil || !strings.Contains(err.Error(), "--cluster-name") {
+	if _, err := loadConfig(context.Background(), write("one"), "two", nil); err == nil || !strings.Contains(err.Error(), "--cluster-name") {
 		t.Fatalf("clusterName one, --cluster-name two: %v, want an error naming the flag", err)
 	}
 }

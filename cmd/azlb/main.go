@@ -44,6 +44,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/backendpool"
+	"github.com/azlb/azlb/internal/cloudconfig"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/lbclass"
 	"github.com/azlb/azlb/internal/sandbox"
@@ -252,15 +253,6 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	}
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	cfg, err := loadConfig(*cloudConfig, *clusterName)
-	if err != nil {
-		return err
-	}
-	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "azlb-status"})
-	if err != nil {
-		return err
-	}
-	defer clients.Close()
 	var cs kubernetes.Interface
 	if *kubeconfig != "" {
 		rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -271,6 +263,15 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	cfg, err := loadConfig(ctx, *cloudConfig, *clusterName, cs)
+	if err != nil {
+		return err
+	}
+	clients, err := azure.NewClients(ctx, cfg, azure.ClientOptions{Source: "azlb-status"})
+	if err != nil {
+		return err
+	}
+	defer clients.Close()
 	lbRG := cfg.LoadBalancerResourceGroup
 	if lbRG == "" {
 		lbRG = cfg.ResourceGroup
@@ -307,12 +308,18 @@ func clusterNameFlag(fs *flag.FlagSet) *string {
 	return fs.String("cluster-name", "", "the controller manager's --cluster-name, when azure.json has no clusterName (both set and different: an error, as for the controller)")
 }
 
-// loadConfig reads azure.json with the cluster name the controller's
-// --cluster-name gives, as the controller applies it.
-func loadConfig(path, clusterName string) (*config.Config, error) {
-	cfg, err := config.LoadFile(path)
+// loadConfig reads azure.json, with the Secret its cloudConfigType names
+// (through kube; nil: no Kubernetes client, a warning of the result says
+// the Secret was not read), and the cluster name the controller's
+// --cluster-name gives, as the controller applies them.
+func loadConfig(ctx context.Context, path, clusterName string, kube kubernetes.Interface) (*config.Config, error) {
+	res, err := cloudconfig.Load(ctx, path, kube)
 	if err != nil {
 		return nil, err
+	}
+	cfg := res.Config
+	if kube == nil && res.Note != "" {
+		cfg.AddWarning("cloudConfigType " + cfg.CloudConfigType + ": " + res.Note)
 	}
 	if err := cfg.UseClusterNameFlag(clusterName, clusterName != ""); err != nil {
 		return nil, err

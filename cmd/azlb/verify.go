@@ -57,11 +57,11 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 func verifyOnce(ctx context.Context, kubeconfig, cloudConfig, clusterName string, class lbclass.Class) (*verify.Report, error) {
-	cfg, err := loadConfig(cloudConfig, clusterName)
+	kube, err := kubeClient(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubeClient(kubeconfig)
+	cfg, err := loadConfig(ctx, cloudConfig, clusterName, kube)
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,10 @@ func (c *Config) SetDefaults() {
 	if c.MaximumLoadBalancerRuleCount == 0 {
 		c.MaximumLoadBalancerRuleCount = DefaultMaximumLoadBalancerRuleCount
 	}
+	c.CloudConfigType = canonical(c.CloudConfigType, knownCloudConfigTypes)
+	if c.CloudConfigType == "" {
+		c.CloudConfigType = DefaultCloudConfigType
+	}
 	c.ClusterServiceLoadBalancerHealthProbeMode = canonical(c.ClusterServiceLoadBalancerHealthProbeMode, knownHealthProbes)
 	if c.ClusterServiceLoadBalancerHealthProbeMode == "" {
 		c.ClusterServiceLoadBalancerHealthProbeMode = DefaultClusterServiceLoadBalancerHealthProbeMode

@@ -36,6 +36,7 @@ func TestSetDefaultsEmpty(t *testing.T) {
 		{"admin state enabled", c.AdminStateEnabled(), true},
 		{"no per-client stanza invented", c.LoadBalancerRateLimit, (*RateLimitConfig)(nil)},
 		{"drift pass every 5 minutes", c.DriftRepairInterval(), 300 * time.Second},
+		{"cloudConfigType merge, as the Azure cloud provider", c.CloudConfigType, "merge"},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -51,7 +52,7 @@ func TestSetDefaultsKeepsExplicitValues(t *testing.T) {
 		ClusterServiceLoadBalancerHealthProbeMode: "shared", ClusterServiceSharedLoadBalancerHealthProbePort: 81,
 		ClusterServiceSharedLoadBalancerHealthProbePath: "/ready", ResourceGroup: "rg", VnetResourceGroup: "vnet-rg",
 		LoadBalancerResourceGroup: "lb-rg", VMCacheTTLInSeconds: 11, SecurityGroupResourceGroup: "nsg-rg",
-		PrivateLinkServiceResourceGroup: "pls-rg", DriftRepairIntervalInSeconds: ptr(0),
+		PrivateLinkServiceResourceGroup: "pls-rg", DriftRepairIntervalInSeconds: ptr(0), CloudConfigType: "file",
 	}
 	c.Cloud = "AzureChinaCloud"
 	c.BackoffConfig = BackoffConfig{CloudProviderBackoffRetries: 1, CloudProviderBackoffExponent: 2, CloudProviderBackoffDuration: 3, CloudProviderBackoffJitter: 0.5}

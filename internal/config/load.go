@@ -79,6 +79,25 @@ func Load(r io.Reader) (*Config, error) {
 // load does the work of Load. On a validation error it returns the decoded
 // Config too, so that Load can scrub its secret from the error text.
 func load(data []byte) (*Config, error) {
+	doc, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	return doc.load()
+}
+
+// document is an azure.json parsed and type-checked: its tree with the
+// canonical field names, and the keys that match no field.
+type document struct {
+	tree    map[string]any
+	unknown []string
+	hints   map[string]string
+	// warnings are further lines for UnknownFieldWarnings.
+	warnings []string
+}
+
+// parseDocument parses and type-checks one azure.json document.
+func parseDocument(data []byte) (*document, error) {
 	data = bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))
 	if len(data) == 0 {
 		return nil, ErrEmpty
@@ -94,13 +113,18 @@ func load(data []byte) (*Config, error) {
 	if !ok {
 		return nil, errors.New("configuration must be an object (a JSON object or YAML mapping), not a list or a single value")
 	}
-
 	var chk checker
 	normalised := chk.object(obj, configType, "")
 	if len(chk.errs) > 0 {
 		return nil, errors.Join(chk.errs...)
 	}
-	buf, err := json.Marshal(normalised)
+	return &document{tree: normalised, unknown: chk.unknown, hints: chk.hints}, nil
+}
+
+// load decodes the document into a Config, applies the defaults and
+// validates it; see load.
+func (doc *document) load() (*Config, error) {
+	buf, err := json.Marshal(doc.tree)
 	if err != nil {
 		return nil, fmt.Errorf("decode configuration: %s", sanitize(err.Error()))
 	}
@@ -108,11 +132,12 @@ func load(data []byte) (*Config, error) {
 	if err := json.Unmarshal(buf, c); err != nil {
 		return nil, decodeError(err)
 	}
-	if len(chk.unknown) > 0 {
-		slices.Sort(chk.unknown)
-		c.unknownFields = chk.unknown
-		c.unknownHints = chk.hints
+	if len(doc.unknown) > 0 {
+		c.unknownFields = slices.Clone(doc.unknown)
+		slices.Sort(c.unknownFields)
+		c.unknownHints = doc.hints
 	}
+	c.extraWarnings = doc.warnings
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
 		if len(c.unknownFields) > 0 {
@@ -212,7 +237,7 @@ func (c *Config) UnknownFieldWarnings() []string {
 	if c == nil {
 		return nil
 	}
-	out := make([]string, 0, len(c.unknownFields))
+	out := make([]string, 0, len(c.unknownFields)+len(c.extraWarnings))
 	for _, f := range c.unknownFields {
 		line := f + ": not a field azlb reads, ignored"
 		if near, ok := c.unknownHints[f]; ok {
@@ -220,5 +245,5 @@ func (c *Config) UnknownFieldWarnings() []string {
 		}
 		out = append(out, line)
 	}
-	return out
+	return append(out, c.extraWarnings...)
 }

@@ -242,6 +242,12 @@ type Config struct {
 	// through UpdateServicesBatchSize.
 	ServiceGatewayUpdateServicesBatchSize int `json:"serviceGatewayUpdateServicesBatchSize,omitempty"`
 
+	// CloudConfigType says whether the Secret kube-system/azure-cloud-provider
+	// (key cloud-config) overrides this file: file (no), merge (the fields it
+	// sets; the default) or secret (all of it). See layers.go and
+	// internal/cloudconfig.
+	CloudConfigType string `json:"cloudConfigType,omitempty"`
+
 	// clusterNameDefaulted: SetDefaults filled ClusterName (azure.json had
 	// none), so --cluster-name may name the cluster.
 	clusterNameDefaulted bool
@@ -249,4 +255,7 @@ type Config struct {
 	// unknownFields holds the keys Load ignored; see UnknownFields.
 	unknownFields []string
 	unknownHints  map[string]string
+	// extraWarnings are more lines of UnknownFieldWarnings: settings read
+	// and ignored (cloudConfigType in the Secret, layers.go).
+	extraWarnings []string
 }

@@ -62,6 +62,7 @@ func (c *Config) Validate() error {
 	}
 	v.auth(&d)
 	v.networkResources(&d)
+	v.cloudConfigType(&d)
 	v.endpoint("resourceManagerEndpoint", d.ResourceManagerEndpoint)
 	v.endpoint("activeDirectoryAuthorityHost", d.ActiveDirectoryAuthorityHost)
 	v.caCertFile(d.CACertFile)

@@ -90,6 +90,20 @@ func LoadCloud(ctx context.Context, r io.Reader, clusterName ClusterNameFlag) (*
 	if err != nil {
 		return nil, fmt.Errorf("cloud provider %s: %w", ProviderName, err)
 	}
+	if cfg.CloudConfigType == config.CloudConfigTypeSecret {
+		// This factory has azure.json only, no Kubernetes client to read
+		// the Secret with (azlb-controller-manager reads it:
+		// internal/cloudconfig).
+		return nil, fmt.Errorf("cloud provider %s: cloudConfigType secret: the configuration is in a Secret this caller cannot read", ProviderName)
+	}
+	return LoadedCloud(ctx, cfg, clusterName)
+}
+
+// LoadedCloud builds the cloud from a loaded configuration (azure.json,
+// with the Secret applied: internal/cloudconfig): it logs the fields it
+// ignored and lets --cluster-name name the cluster when the configuration
+// has no clusterName.
+func LoadedCloud(ctx context.Context, cfg *config.Config, clusterName ClusterNameFlag) (*Cloud, error) {
 	for _, w := range cfg.UnknownFieldWarnings() {
 		klog.Warningf("azure.json: %s", w)
 	}

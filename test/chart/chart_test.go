@@ -298,6 +298,21 @@ func TestRBACIsPerIdentityAndLeastPrivilege(t *testing.T) {
 	if !slices.Equal(tokenFor, controllerSAs) {
 		t.Errorf("tokens for %v, want %v", tokenFor, controllerSAs)
 	}
+	// Secrets: get on the one Secret cloudConfigType reads, nothing else.
+	var secretRules []rbacv1.PolicyRule
+	for _, rule := range role.Rules {
+		if slices.Contains(rule.Resources, "secrets") {
+			secretRules = append(secretRules, rule)
+		}
+	}
+	if len(secretRules) != 1 || !slices.Equal(secretRules[0].ResourceNames, []string{"azure-cloud-provider"}) || !slices.Equal(secretRules[0].Verbs, []string{"get"}) {
+		t.Errorf("secret rules %+v, want get on azure-cloud-provider only", secretRules)
+	}
+	for _, rule := range only[*rbacv1.Role](t, render(t, "--set", "cloudConfig.readSecret=false")).Rules {
+		if slices.Contains(rule.Resources, "secrets") {
+			t.Errorf("cloudConfig.readSecret=false still grants %+v", rule)
+		}
+	}
 }
 
 // allows is true when rules grant verb on group/resource.
