@@ -39,7 +39,6 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/azlb/azlb/internal/azure"
@@ -255,11 +254,8 @@ func showStatus(ctx context.Context, args []string, out io.Writer) error {
 	klog.LogToStderr(false)
 	var cs kubernetes.Interface
 	if *kubeconfig != "" {
-		rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-		if err != nil {
-			return err
-		}
-		if cs, err = kubernetes.NewForConfig(rc); err != nil {
+		var err error
+		if cs, err = kubeClient(*kubeconfig); err != nil {
 			return err
 		}
 	}

@@ -101,24 +101,7 @@ func newEmuEnvClock(t testing.TB, eo emulator.Options, source string, mutate fun
 func (env *emuEnv) seed(t testing.TB) *armnetwork.LoadBalancer {
 	t.Helper()
 	ctx := context.Background()
-	cl, err := arm.NewClient("azlbtest", "v0.0.1", env.c.Credential(), env.c.ARMClientOptions("resourceGroup"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := runtime.NewRequest(ctx, http.MethodPut, env.srv.URL()+"/subscriptions/"+emuSub+"/resourcegroups/"+emuRG+"?api-version=2021-04-01")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runtime.MarshalAsJSON(req, map[string]string{"location": emuLoc}); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := cl.Pipeline().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusCreated) {
-		t.Fatalf("create resource group: %v", runtime.NewResponseError(resp))
-	}
+	env.putGroup(t, env.c.Credential(), emuSub)
 	lb, err := env.c.LoadBalancer.CreateOrUpdate(ctx, emuRG, emuLB, armnetwork.LoadBalancer{
 		Location: to.Ptr(emuLoc),
 		SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},

@@ -26,11 +26,7 @@ func fileWithout(t *testing.T, typ string) string {
 	if typ != "" {
 		doc += `, "cloudConfigType": "` + typ + `"`
 	}
-	p := filepath.Join(t.TempDir(), "azure.json")
-	if err := os.WriteFile(p, []byte(doc+"}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, doc+"}")
 }
 
 func secret(data map[string]string) *v1.Secret {

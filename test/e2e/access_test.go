@@ -94,18 +94,7 @@ func TestAccessControl(t *testing.T) {
 		}
 	}
 	hasEvent := func(name, reason, text string) func(context.Context) (bool, error) {
-		return func(ctx context.Context) (bool, error) {
-			evs, err := suite.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, text) {
-					return true, nil
-				}
-			}
-			return false, nil
-		}
+		return serviceEvent(ns, name, reason, text)
 	}
 	probedUp := func(context.Context) (bool, error) {
 		st, _ := env.Emulator().DataPlaneStatus()

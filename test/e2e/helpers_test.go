@@ -274,3 +274,20 @@ func deleteServiceAndWait(t *testing.T, ns, name string) {
 		return apierrors.IsNotFound(err), nil
 	})
 }
+
+// serviceEvent reports whether the Service has an event of reason whose
+// message holds text.
+func serviceEvent(ns, name, reason, text string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		evs, err := suite.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}

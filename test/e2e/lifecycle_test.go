@@ -27,17 +27,7 @@ import (
 func TestNodeLifecycleFromVMPowerState(t *testing.T) {
 	ctx := context.Background()
 	const cluster = "e2e-nic"
-	cmp, err := suite.env.Compute(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cmp.Close()
-	vms, err := cmp.CreateScaleSet(ctx, "e2e-lifecycle", 2, devenv.ScaleSetOptions{Prefix: "e2e-lc-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopAgents := runNodeAgents(t, vms)
-	defer stopAgents()
+	cmp, vms := scaleSetNodes(t, suite.env, arm(t), "e2e-lifecycle", 2, "e2e-lc-")
 
 	startController(t, "a", writeConfig(t, map[string]any{"clusterName": cluster, "loadBalancerBackendPoolConfigurationType": "nodeIPConfiguration"}),
 		false, "--node-monitor-period=1s")
@@ -48,19 +38,7 @@ func TestNodeLifecycleFromVMPowerState(t *testing.T) {
 	ingressIP(t, ns, "web")
 
 	// state returns the admin state of each NIC-derived entry, by VM.
-	state := func() map[string]string {
-		out := map[string]string{}
-		p, err := arm(t).BackendPool.Get(ctx, devenv.ResourceGroup, cluster, cluster)
-		if err != nil {
-			return out
-		}
-		for _, a := range p.Properties.LoadBalancerBackendAddresses {
-			if backendpool.IsNICEntry(a) {
-				out[backendpool.EntryKey(a)] = string(backendpool.AdminStateOf(a))
-			}
-		}
-		return out
-	}
+	state := func() map[string]string { return nicEntries(arm(t), cluster) }
 	owner := func(vm devenv.NodeVM) string { return strings.ToLower(strings.TrimPrefix(vm.ProviderID, "azure://")) }
 	eventually(t, 60*time.Second, "both VMs in the NIC-based pool", func(context.Context) (bool, error) {
 		s := state()
@@ -124,6 +102,42 @@ func hasTaint(n *v1.Node, key string) bool {
 func runNodeAgents(t *testing.T, vms []devenv.NodeVM) func() {
 	t.Helper()
 	return runNodeAgentsWith(t, arm(t), vms)
+}
+
+// nicEntries are the admin states of the NIC-derived entries of the
+// cluster pool of load balancer lb (named after the cluster), by the entry's
+// VM; none while the pool cannot be read.
+func nicEntries(clients *azure.Clients, lb string) map[string]string {
+	out := map[string]string{}
+	p, err := clients.BackendPool.Get(context.Background(), devenv.ResourceGroup, lb, lb)
+	if err != nil {
+		return out
+	}
+	for _, a := range p.Properties.LoadBalancerBackendAddresses {
+		if backendpool.IsNICEntry(a) {
+			out[backendpool.EntryKey(a)] = string(backendpool.AdminStateOf(a))
+		}
+	}
+	return out
+}
+
+// scaleSetNodes makes a Uniform scale set of n VMs (computer names prefix
+// and six digits) in env's emulator and registers them as nodes with
+// simulated kubelets, reading their power through clients. The kubelets
+// stop, the nodes go and the Compute closes when the test ends.
+func scaleSetNodes(t *testing.T, env *devenv.Env, clients *azure.Clients, name string, n int, prefix string) (*devenv.Compute, []devenv.NodeVM) {
+	t.Helper()
+	cmp, err := env.Compute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cmp.Close)
+	vms, err := cmp.CreateScaleSet(context.Background(), name, n, devenv.ScaleSetOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(runNodeAgentsWith(t, clients, vms))
+	return cmp, vms
 }
 
 // runNodeAgentsWith is runNodeAgents reading the VMs' power through
