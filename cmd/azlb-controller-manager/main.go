@@ -144,10 +144,15 @@ func loadCloud(c *cloudcontrollerconfig.CompletedConfig, flags *azlbFlags) (*pro
 		return nil, fmt.Errorf("cloud provider %s: --cloud-config (azure.json) is required", provider.ProviderName)
 	}
 	// The Secret kube-system/azure-cloud-provider, per azure.json's
-	// cloudConfigType, is read as the manager's identity.
-	client, err := kubernetes.NewForConfig(restclient.AddUserAgent(restclient.CopyConfig(c.Kubeconfig), "azlb-cloud-config"))
-	if err != nil {
-		return nil, fmt.Errorf("cloud provider %s: Kubernetes client: %w", provider.ProviderName, err)
+	// cloudConfigType, is read as the manager's identity (without a
+	// kubeconfig: not at all, which cloudconfig.Load reports).
+	var client kubernetes.Interface
+	if c.Kubeconfig != nil {
+		cs, err := kubernetes.NewForConfig(restclient.AddUserAgent(restclient.CopyConfig(c.Kubeconfig), "azlb-cloud-config"))
+		if err != nil {
+			return nil, fmt.Errorf("cloud provider %s: Kubernetes client: %w", provider.ProviderName, err)
+		}
+		client = cs
 	}
 	ctx := context.Background()
 	res, err := cloudconfig.Load(ctx, cc.CloudConfigFile, client)
