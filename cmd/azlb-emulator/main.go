@@ -222,7 +222,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	id.resolve()
+	if err := id.resolve(); err != nil {
+		fmt.Fprintf(stderr, "azlb-emulator replay: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

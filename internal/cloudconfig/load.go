@@ -112,7 +112,7 @@ func readSecret(ctx context.Context, client kubernetes.Interface, mode string) (
 	switch {
 	case apierrors.IsNotFound(err):
 		if mode == config.CloudConfigTypeSecret {
-			return nil, "", fmt.Errorf("Secret %s/%s does not exist (cloudConfigType secret takes the whole configuration from it; "+
+			return nil, "", fmt.Errorf("no Secret %s/%s (cloudConfigType secret takes the whole configuration from it; "+
 				"create it, or set cloudConfigType to merge or file in azure.json)", SecretNamespace, SecretName)
 		}
 		return nil, fmt.Sprintf("Secret %s/%s does not exist: azure.json alone applies", SecretNamespace, SecretName), nil
@@ -125,7 +125,7 @@ func readSecret(ctx context.Context, client kubernetes.Interface, mode string) (
 	data, ok := s.Data[SecretKey]
 	if !ok || len(strings.TrimSpace(string(data))) == 0 {
 		if mode == config.CloudConfigTypeSecret {
-			return nil, "", fmt.Errorf("Secret %s/%s has no (or an empty) key %s", SecretNamespace, SecretName, SecretKey)
+			return nil, "", fmt.Errorf("no (or an empty) key %s in Secret %s/%s", SecretKey, SecretNamespace, SecretName)
 		}
 		return nil, fmt.Sprintf("Secret %s/%s has no (or an empty) key %s: azure.json alone applies", SecretNamespace, SecretName, SecretKey), nil
 	}

@@ -161,7 +161,9 @@ func mergeTree(base, over map[string]any) map[string]any {
 
 // AddWarning adds a line to UnknownFieldWarnings: something the caller read
 // and did not apply.
-func (c *Config) AddWarning(line string) { c.extraWarnings = append(slices.Clone(c.extraWarnings), line) }
+func (c *Config) AddWarning(line string) {
+	c.extraWarnings = append(slices.Clone(c.extraWarnings), line)
+}
 
 // SecretKeys lists the top-level fields a Secret's document sets, as
 // canonical field names (for a log line saying what it overrides; no

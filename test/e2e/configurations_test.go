@@ -227,7 +227,7 @@ func TestCloudConfigFromSecret(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the controller runs with cloudConfigType secret and no Secret")
 	}
-	if log := b.logText(t); !strings.Contains(log, "Secret kube-system/azure-cloud-provider does not exist (cloudConfigType secret") {
+	if log := b.logText(t); !strings.Contains(log, "no Secret kube-system/azure-cloud-provider (cloudConfigType secret") {
 		t.Errorf("the refusal does not name the Secret:\n%s", tail([]byte(log), 2048))
 	}
 	if n := armWrites() - before; n != 0 {
