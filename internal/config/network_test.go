@@ -46,7 +46,7 @@ func TestNetworkResources(t *testing.T) {
 				t.Errorf("network subscription %q tenant %q cross %v; want %q %q %v", c.NetworkSubscriptionID(), c.NetworkTenantID(), c.CrossTenantNetwork(),
 					tt.wantSub, tt.wantTen, tt.cross)
 			}
-			if tt.overrides["networkResourceSubscriptionID"] != nil && !strings.Contains(c.String(), "networkResourceSubscriptionId="+netSub) {
+			if tt.overrides["networkResourceSubscriptionID"] != nil && !strings.Contains(c.String(), "networkResourceSubscriptionID="+netSub) {
 				t.Errorf("String() = %s", c.String())
 			}
 		})

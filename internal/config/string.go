@@ -19,10 +19,10 @@ func (c Config) String() string {
 	kv("cloud", c.Cloud)
 	kv("subscriptionId", c.SubscriptionID)
 	if c.NetworkResourceSubscriptionID != "" {
-		kv("networkResourceSubscriptionId", c.NetworkResourceSubscriptionID)
+		kv("networkResourceSubscriptionID", c.NetworkResourceSubscriptionID)
 	}
 	if c.NetworkResourceTenantID != "" {
-		kv("networkResourceTenantId", c.NetworkResourceTenantID)
+		kv("networkResourceTenantID", c.NetworkResourceTenantID)
 	}
 	kv("resourceGroup", c.ResourceGroup)
 	kv("location", c.Location)
