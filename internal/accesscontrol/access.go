@@ -51,6 +51,9 @@ type Access struct {
 	// source ("spec.loadBalancerSourceRanges[1]: \"10.0.0.1/24\" ...").
 	InvalidRanges []string
 	InvalidTags   []string
+	// InvalidSettings name the access annotations set to a blank value
+	// (deny-all, no NSG rule): like an invalid value, each fails closed.
+	InvalidSettings []string
 }
 
 // InvalidError reports an access-control annotation whose value is not
@@ -61,13 +64,24 @@ func (e *InvalidError) Error() string {
 	return fmt.Sprintf("annotation %s: %q %s", e.Key, e.Value, e.Rule)
 }
 
-// parseBool reads a true/false annotation (case-insensitive; unset or
-// blank is false).
-func parseBool(ann map[string]string, key string) (bool, error) {
-	v, ok := ann[key]
-	if !ok || strings.TrimSpace(v) == "" {
-		return false, nil
+// blankRule is what a set but blank access annotation is told.
+const blankRule = "is empty: an access annotation that is set must have a value (remove it, or give it one); until then the Service fails closed"
+
+// parseBool reads a true/false annotation (case-insensitive; unset is
+// false). blank reports one set to a blank value.
+func parseBool(ann map[string]string, key string) (v bool, blank bool, err error) {
+	raw, ok := ann[key]
+	if !ok {
+		return false, false, nil
 	}
+	if strings.TrimSpace(raw) == "" {
+		return false, true, nil
+	}
+	b, err := parseBoolValue(key, raw)
+	return b, false, err
+}
+
+func parseBoolValue(key, v string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "true":
 		return true, nil
@@ -88,21 +102,37 @@ func (e *ConflictError) Error() string { return "conflicting access configuratio
 func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 	a := &Access{Public: !internal, Ranges: map[v1.IPFamily][]netip.Prefix{}}
 	ann := svc.Annotations
-	disabled, err := parseBool(ann, KeyDisableNSGRule)
+	disabled, blankDisabled, err := parseBool(ann, KeyDisableNSGRule)
 	if err != nil {
 		return nil, err
 	}
-	deny, err := parseBool(ann, KeyDenyAllExceptRanges)
+	deny, blankDeny, err := parseBool(ann, KeyDenyAllExceptRanges)
 	if err != nil {
 		return nil, err
+	}
+	// A blank boolean fails closed: no NSG rule is not turned off (azlb
+	// writes the rules), deny-all is.
+	if blankDisabled {
+		a.InvalidSettings = append(a.InvalidSettings, fmt.Sprintf("annotation %s: %q %s", KeyDisableNSGRule, ann[KeyDisableNSGRule], blankRule))
+	}
+	if blankDeny {
+		a.InvalidSettings = append(a.InvalidSettings, fmt.Sprintf("annotation %s: %q %s", KeyDenyAllExceptRanges, ann[KeyDenyAllExceptRanges], blankRule))
 	}
 	a.Disabled = disabled
 	var annRanges []string
 	var annSources []string
+	blankRanges := false
 	for _, k := range []string{KeyAllowedIPRanges, KeyLegacySourceRanges} {
 		v, ok := ann[k]
-		if !ok || strings.TrimSpace(v) == "" {
-			continue // blank: unset
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(v) == "" {
+			// Set but blank (an empty Helm value, say): not "no
+			// restriction", which would open the Service to everyone.
+			a.InvalidRanges = append(a.InvalidRanges, fmt.Sprintf("annotation %s: %q %s", k, v, blankRule))
+			blankRanges = true
+			continue
 		}
 		for i, s := range strings.Split(v, ",") {
 			annRanges = append(annRanges, s)
@@ -120,7 +150,7 @@ func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 			where = append(where, fmt.Sprintf("%s[%d]", specSourceRangesField, i))
 		}
 	}
-	a.RangesSet = len(raw) > 0
+	a.RangesSet = len(raw) > 0 || blankRanges
 	var v4, v6 []netip.Prefix
 	for i, s := range raw {
 		p, err := parseRange(s)
@@ -140,7 +170,9 @@ func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 	if len(v6) > 0 {
 		a.Ranges[v1.IPv6Protocol] = Merge(v6)
 	}
-	if v, ok := ann[KeyAllowedServiceTags]; ok && strings.TrimSpace(v) != "" {
+	if v, ok := ann[KeyAllowedServiceTags]; ok && strings.TrimSpace(v) == "" {
+		a.InvalidTags = append(a.InvalidTags, fmt.Sprintf("annotation %s: %q %s", KeyAllowedServiceTags, v, blankRule))
+	} else if ok {
 		seen := map[string]bool{}
 		for i, s := range strings.Split(v, ",") {
 			t := strings.TrimSpace(s)
@@ -160,21 +192,27 @@ func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 	}
 	// The deny annotation takes effect with sources to keep (as in the
 	// Azure cloud provider); an invalid value always denies (fail closed).
-	a.DenyAll = (deny && (a.RangesSet || len(a.Tags) > 0)) || len(a.InvalidRanges) > 0 || len(a.InvalidTags) > 0
+	a.DenyAll = (deny && (a.RangesSet || len(a.Tags) > 0)) || a.Invalid()
 	if a.DenyAll && !floatingIP {
 		why := fmt.Sprintf("%s is \"true\"", KeyDenyAllExceptRanges)
 		if !deny {
-			why = "an invalid source range or service tag asks for a deny-all rule (fail closed)"
+			why = "an invalid (or blank) source range, service tag or access annotation asks for a deny-all rule (fail closed)"
 		}
 		return nil, &ConflictError{Reason: why + " while floating IP is off (azure-disable-load-balancer-floating-ip): the deny rule would cover the nodes' own addresses on every port"}
 	}
 	return a, nil
 }
 
+// Invalid reports whether a value was invalid (or blank): the Service
+// fails closed.
+func (a *Access) Invalid() bool {
+	return len(a.InvalidRanges) > 0 || len(a.InvalidTags) > 0 || len(a.InvalidSettings) > 0
+}
+
 // Restricted reports whether the Service limits its sources in any way
 // (and so must not be served without a security group azlb writes).
 func (a *Access) Restricted() bool {
-	return !a.Disabled && (a.RangesSet || len(a.Tags) > 0 || len(a.InvalidTags) > 0 || a.DenyAll)
+	return !a.Disabled && (a.RangesSet || len(a.Tags) > 0 || a.Invalid() || a.DenyAll)
 }
 
 // NeedsRules reports whether the Service needs any rule in the NSG.
@@ -200,11 +238,50 @@ func (a *Access) Sources(fam v1.IPFamily) [][]string {
 	for _, t := range a.Tags {
 		out = append(out, []string{t})
 	}
-	invalid := len(a.InvalidRanges) > 0 || len(a.InvalidTags) > 0
-	if a.Public && !a.RangesSet && len(a.Tags) == 0 && !invalid {
+	if a.Public && !a.RangesSet && len(a.Tags) == 0 && !a.Invalid() {
 		out = append(out, []string{internetTag})
 	}
 	return out
+}
+
+// Covers reports whether the Service's settings allow every source of a
+// rule of the family (sources as a rule holds them: Internet, a service
+// tag, or ranges): a range inside one of its ranges, a tag it lists,
+// anything when it allows Internet. A Service whose rules are disabled
+// covers nothing.
+func (a *Access) Covers(fam v1.IPFamily, sources []string) bool {
+	if a.Disabled {
+		return false
+	}
+	allowed := map[string]bool{}
+	for _, set := range a.Sources(fam) {
+		if len(set) == 1 {
+			allowed[set[0]] = true
+		}
+	}
+	if allowed[internetTag] {
+		return true
+	}
+	for _, s := range sources {
+		if allowed[s] {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return false
+		}
+		inside := false
+		for _, r := range a.Ranges[fam] {
+			if r.Bits() <= p.Bits() && r.Contains(p.Addr()) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			return false
+		}
+	}
+	return true
 }
 
 // Describe is a one-line summary of the effective sources, for logs and

@@ -30,6 +30,7 @@ func TestParse(t *testing.T) {
 		conflict  string
 		restrict  bool
 		needRules bool
+		settings  int // InvalidSettings
 	}{
 		{name: "public", svc: svc(nil), v4: "Internet", v6: "Internet", needRules: true},
 		{name: "internal", svc: svc(nil), internal: true},
@@ -58,6 +59,15 @@ func TestParse(t *testing.T) {
 		{name: "deny with floating IP off", svc: svc(map[string]string{KeyDenyAllExceptRanges: "true"}, "10.0.0.0/8"), noFloat: true, conflict: "floating IP is off"},
 		{name: "invalid with floating IP off", svc: svc(nil, "nope"), noFloat: true, conflict: "fail closed"},
 		{name: "ranges with floating IP off", svc: svc(nil, "10.0.0.0/8"), noFloat: true, v4: "10.0.0.0/8", restrict: true, needRules: true},
+		// Set but blank (issue 37, item 8): an empty Helm value is not "no
+		// restriction": it fails closed, as an invalid value does.
+		{name: "blank ranges annotation: fail closed", svc: svc(map[string]string{KeyAllowedIPRanges: ""}), deny: true, invalid: 1, restrict: true, needRules: true},
+		{name: "blank legacy annotation: fail closed", svc: svc(map[string]string{KeyLegacySourceRanges: "  "}), deny: true, invalid: 1, restrict: true, needRules: true},
+		{name: "blank ranges beside spec ranges", svc: svc(map[string]string{KeyAllowedIPRanges: ""}, "10.0.0.0/8"), v4: "10.0.0.0/8", deny: true, invalid: 1, restrict: true, needRules: true},
+		{name: "blank tags: fail closed", svc: svc(map[string]string{KeyAllowedServiceTags: ""}), deny: true, invalid: 1, restrict: true, needRules: true},
+		{name: "blank deny-all: fail closed", svc: svc(map[string]string{KeyDenyAllExceptRanges: ""}), deny: true, settings: 1, restrict: true, needRules: true},
+		{name: "blank no-nsg-rule: rules kept, fail closed", svc: svc(map[string]string{KeyDisableNSGRule: ""}), deny: true, settings: 1, restrict: true, needRules: true},
+		{name: "blank with floating IP off", svc: svc(map[string]string{KeyAllowedIPRanges: ""}), noFloat: true, conflict: "blank"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := Parse(tc.svc, tc.internal, !tc.noFloat)
@@ -85,10 +95,10 @@ func TestParse(t *testing.T) {
 			if got := show(v1.IPv6Protocol); got != tc.v6 {
 				t.Errorf("IPv6 sources = %q, want %q", got, tc.v6)
 			}
-			if a.DenyAll != tc.deny || len(a.InvalidRanges)+len(a.InvalidTags) != tc.invalid || a.Restricted() != tc.restrict || a.NeedsRules() != tc.needRules {
-				t.Errorf("deny=%v invalid=%v/%v restricted=%v needsRules=%v", a.DenyAll, a.InvalidRanges, a.InvalidTags, a.Restricted(), a.NeedsRules())
+			if a.DenyAll != tc.deny || len(a.InvalidRanges)+len(a.InvalidTags) != tc.invalid || len(a.InvalidSettings) != tc.settings || a.Restricted() != tc.restrict || a.NeedsRules() != tc.needRules {
+				t.Errorf("deny=%v invalid=%v/%v/%v restricted=%v needsRules=%v", a.DenyAll, a.InvalidRanges, a.InvalidTags, a.InvalidSettings, a.Restricted(), a.NeedsRules())
 			}
-			for _, v := range append(a.InvalidRanges, a.InvalidTags...) {
+			for _, v := range append(append(a.InvalidRanges, a.InvalidTags...), a.InvalidSettings...) {
 				if !strings.Contains(v, `"`) {
 					t.Errorf("invalid value not quoted: %s", v)
 				}

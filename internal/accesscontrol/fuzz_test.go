@@ -24,7 +24,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		invalid := len(a.InvalidRanges)+len(a.InvalidTags) > 0
+		invalid := a.Invalid()
 		for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 			for _, src := range a.Sources(fam) {
 				for _, x := range src {

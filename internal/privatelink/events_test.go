@@ -116,3 +116,51 @@ func TestNameConflictRecheckedFresh(t *testing.T) {
 		t.Fatalf("after the other PLS went: %v", err)
 	}
 }
+
+// The NAT subnet is read, not guessed (issue 37, item 8): a subnet that does
+// not exist and a static NAT address outside its subnet (or one Azure
+// reserves there) are refused before anything is sent to Azure, with one
+// Warning naming the annotation, and Check says the same with no event.
+func TestNATSubnetRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	cases := []struct {
+		name string
+		ann  map[string]string
+		key  string
+	}{
+		{"missing subnet", map[string]string{KeySubnet: "nowhere"}, KeySubnet},
+		{"address outside", map[string]string{KeyIPAddresses: "10.0.9.10"}, KeyIPAddresses},
+		{"address reserved", map[string]string{KeyIPAddresses: "10.0.0.3"}, KeyIPAddresses},
+		{"broadcast", map[string]string{KeyIPAddresses: "10.0.0.255"}, KeyIPAddresses},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ann := map[string]string{KeyCreate: "true"}
+			for k, v := range tc.ann {
+				ann[k] = v
+			}
+			s := svc("s", ann)
+			puts, dels := e.writes()
+			var ae *annotations.Error
+			if err := e.mgr.Check(ctx, s, e.fe("fe1")); !errors.As(err, &ae) || ae.Key != tc.key || !strings.Contains(err.Error(), "subnet") {
+				t.Fatalf("Check: %v, want an error naming %s and the subnet", err, tc.key)
+			}
+			if evs := e.events(); len(evs) != 0 {
+				t.Fatalf("Check recorded events %q", evs)
+			}
+			checkRefused(t, e, s, tc.key, func() error { _, err := e.mgr.Reconcile(ctx, s, e.fe("fe1")); return err })
+			if p, d := e.writes(); p != puts || d != dels {
+				t.Fatalf("writes: %d PUT and %d DELETE, want none", p-puts, d-dels)
+			}
+		})
+	}
+	// An address Azure hands out in the subnet is taken.
+	s := svc("ok", map[string]string{KeyCreate: "true", KeyIPAddresses: "10.0.0.10"})
+	if err := e.mgr.Check(ctx, s, e.fe("fe1")); err != nil {
+		t.Fatalf("Check of a usable address: %v", err)
+	}
+	if _, err := e.mgr.Reconcile(ctx, s, e.fe("fe1")); err != nil {
+		t.Fatalf("Reconcile of a usable address: %v", err)
+	}
+}

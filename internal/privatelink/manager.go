@@ -2,8 +2,11 @@ package privatelink
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -92,53 +95,80 @@ func (m *Manager) SubnetID(subnet string) string {
 // the one it owns when it no longer asks for one. It returns the PLS the
 // frontend has afterwards (nil: none). Errors are also Warning events.
 func (m *Manager) Reconcile(ctx context.Context, svc *v1.Service, fe Frontend) (*armnetwork.PrivateLinkService, error) {
+	pl, err := m.plan(ctx, svc, fe)
+	if err != nil {
+		if ae := (*annotations.Error)(nil); errors.As(err, &ae) {
+			m.warn(svc, EventReasonInvalid, err)
+		}
+		return nil, err
+	}
+	return m.apply(ctx, svc, fe, pl)
+}
+
+// Check vets the Service's Private Link Service settings on fe as
+// Reconcile would, writing nothing and recording no event: every
+// *annotations.Error Reconcile would stop at (a bad value, an IPv6-only or
+// public frontend, a PLS another Service owns or another frontend holds, a
+// rename, a NAT subnet that does not exist or a static address outside
+// it, NAT ip configurations Azure cannot remove) is returned here, so a
+// caller can refuse the Service before writing anything else for it.
+// Other errors are reads that failed.
+func (m *Manager) Check(ctx context.Context, svc *v1.Service, fe Frontend) error {
+	_, err := m.plan(ctx, svc, fe)
+	return err
+}
+
+// plsPlan is what Reconcile does, decided from reads only.
+type plsPlan struct {
+	spec     Spec
+	existing *armnetwork.PrivateLinkService
+	// remove: the Service asks for none and owns existing; share: it uses
+	// existing, another Service's, as it is; otherwise desired is written.
+	remove, share bool
+	name          string
+	subnetID      string
+	desired       armnetwork.PrivateLinkService
+}
+
+// plan decides what Reconcile does; an *annotations.Error refuses it.
+func (m *Manager) plan(ctx context.Context, svc *v1.Service, fe Frontend) (*plsPlan, error) {
 	spec, err := m.Spec(svc)
 	if err != nil {
-		m.warn(svc, EventReasonInvalid, err)
 		return nil, err
 	}
 	existing, err := m.store.ByFrontend(ctx, spec.ResourceGroup, fe.ID)
 	if err != nil {
 		return nil, err
 	}
+	pl := &plsPlan{spec: spec, existing: existing}
 	owner := serviceKey(svc)
 	if !spec.Create {
-		if existing != nil && m.owns(existing, owner) {
-			if err := m.delete(ctx, svc, spec.ResourceGroup, existing, fe.ID); err != nil {
-				return existing, err
-			}
-			return nil, nil
-		}
-		return existing, nil
+		pl.remove = existing != nil && m.owns(existing, owner)
+		pl.share = !pl.remove
+		return pl, nil
 	}
 	if err := checkFrontend(fe); err != nil {
-		m.warn(svc, EventReasonInvalid, err)
 		return nil, err
 	}
 	name := spec.NameFor(fe.ID)
 	if existing != nil {
 		if !m.sameCluster(existing) {
-			err := &annotations.Error{Key: KeyCreate, Value: svc.Annotations[KeyCreate], Rule: fmt.Sprintf(
+			return nil, &annotations.Error{Key: KeyCreate, Value: svc.Annotations[KeyCreate], Rule: fmt.Sprintf(
 				"cannot be honoured: frontend %s already has Private Link Service %s, which is not this cluster's (tag %s)", fe.ID, ptr.Deref(existing.Name, ""), TagClusterName)}
-			m.warn(svc, EventReasonInvalid, err)
-			return nil, err
 		}
 		if !m.owns(existing, owner) {
 			if len(spec.Configured) > 0 {
 				k := spec.Configured[0]
-				err := &annotations.Error{Key: k, Value: svc.Annotations[k], Rule: fmt.Sprintf(
+				return nil, &annotations.Error{Key: k, Value: svc.Annotations[k], Rule: fmt.Sprintf(
 					"is not allowed: this Service shares Private Link Service %s of Service %s on the same frontend; only its owner configures it",
 					ptr.Deref(existing.Name, ""), ptr.Deref(tagValue(existing.Tags, TagOwnerService), ""))}
-				m.warn(svc, EventReasonInvalid, err)
-				return nil, err
 			}
-			return existing, nil
+			pl.share = true
+			return pl, nil
 		}
 		if spec.Name != "" && !strings.EqualFold(spec.Name, ptr.Deref(existing.Name, "")) {
-			err := &annotations.Error{Key: KeyName, Value: svc.Annotations[KeyName], Rule: fmt.Sprintf(
+			return nil, &annotations.Error{Key: KeyName, Value: svc.Annotations[KeyName], Rule: fmt.Sprintf(
 				"cannot rename Private Link Service %s: a Private Link Service's name never changes once created", ptr.Deref(existing.Name, ""))}
-			m.warn(svc, EventReasonInvalid, err)
-			return nil, err
 		}
 		name = ptr.Deref(existing.Name, name)
 	} else if other, err := m.nameHolder(ctx, spec.ResourceGroup, name); err != nil {
@@ -150,11 +180,123 @@ func (m *Manager) Reconcile(ctx context.Context, svc *v1.Service, fe Frontend) (
 		if svc.Annotations[k] == "" {
 			err.Value = name
 		}
-		m.warn(svc, EventReasonInvalid, err)
 		return nil, err
 	}
-	subnetID := m.SubnetID(spec.Subnet)
-	desired := Desired(spec, Target{FrontendID: fe.ID, Location: fe.Location, SubnetID: subnetID, ClusterName: m.cfg.ClusterName, Owner: owner}, name)
+	pl.name, pl.subnetID = name, m.SubnetID(spec.Subnet)
+	pl.desired = Desired(spec, Target{FrontendID: fe.ID, Location: fe.Location, SubnetID: pl.subnetID, ClusterName: m.cfg.ClusterName, Owner: owner}, name)
+	if existing != nil {
+		if err := removedConfigsError(svc, spec, existing, pl.desired, name); err != nil {
+			return nil, err
+		}
+		if _, changed := Merge(existing, pl.desired); !changed {
+			return pl, nil // nothing to write: the NAT subnet is not read
+		}
+	}
+	if err := m.checkSubnet(ctx, svc, spec, pl.subnetID); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// removedConfigsError refuses a change that would remove NAT ip
+// configurations of cur (Azure does not remove them once added).
+func removedConfigsError(svc *v1.Service, spec Spec, cur *armnetwork.PrivateLinkService, desired armnetwork.PrivateLinkService, name string) error {
+	gone := RemovedIPConfigs(cur, desired)
+	if len(gone) == 0 {
+		return nil
+	}
+	k := KeyIPCount
+	if len(spec.StaticIPs) > 0 {
+		k = KeyIPAddresses
+	}
+	return &annotations.Error{Key: k, Value: svc.Annotations[k], Rule: fmt.Sprintf(
+		"would remove NAT IP configurations %s of Private Link Service %s; Azure does not remove NAT IP configurations once added (delete the Private Link Service by removing %s, then add it again)",
+		strings.Join(gone, ", "), name, KeyCreate)}
+}
+
+// checkSubnet reads the NAT subnet (the Store keeps what it read): it must
+// exist, and each static NAT address must be one Azure hands out in it
+// (inside one of its prefixes, not the first four or the last address,
+// which Azure reserves).
+func (m *Manager) checkSubnet(ctx context.Context, svc *v1.Service, spec Spec, subnetID string) error {
+	sn, err := m.store.Subnet(ctx, subnetID)
+	if err != nil {
+		return err
+	}
+	key, value, where := KeySubnet, svc.Annotations[KeySubnet], ""
+	if !slices.Contains(spec.Configured, KeySubnet) {
+		where = " (the default NAT subnet: " + annotations.KeyInternalSubnet + " or azure.json subnetName)"
+		value = ""
+	}
+	if sn == nil {
+		return &annotations.Error{Key: key, Value: value, Rule: fmt.Sprintf("names NAT subnet %s%s, which does not exist in virtual network %s (resource group %s)",
+			spec.Subnet, where, m.cfg.VnetName, m.cfg.VnetResourceGroup)}
+	}
+	prefixes := subnetPrefixes(sn)
+	for _, ip := range spec.StaticIPs {
+		if !usableIn(ip, prefixes) {
+			return &annotations.Error{Key: KeyIPAddresses, Value: svc.Annotations[KeyIPAddresses], Rule: fmt.Sprintf(
+				"lists %s, which is not an address Azure hands out in NAT subnet %s (%s; the first four and the last address of a prefix are reserved)",
+				ip, spec.Subnet, prefixList(prefixes))}
+		}
+	}
+	return nil
+}
+
+// subnetPrefixes are a subnet's address prefixes.
+func subnetPrefixes(sn *armnetwork.Subnet) []netip.Prefix {
+	var out []netip.Prefix
+	if sn.Properties == nil {
+		return nil
+	}
+	for _, s := range append([]*string{sn.Properties.AddressPrefix}, sn.Properties.AddressPrefixes...) {
+		if p, err := netip.ParsePrefix(ptr.Deref(s, "")); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// usableIn reports whether ip (IPv4) is inside one of the prefixes and
+// none of the five addresses Azure reserves in it: the first four and the
+// last.
+func usableIn(ip netip.Addr, prefixes []netip.Prefix) bool {
+	for _, p := range prefixes {
+		if !p.Contains(ip) || !p.Addr().Is4() || !ip.Is4() {
+			continue
+		}
+		a, b := p.Addr().As4(), ip.As4()
+		first, at := binary.BigEndian.Uint32(a[:]), binary.BigEndian.Uint32(b[:])
+		last := first | uint32(1<<(32-p.Bits())-1)
+		return at >= first+4 && at < last
+	}
+	return false
+}
+
+func prefixList(ps []netip.Prefix) string {
+	if len(ps) == 0 {
+		return "no address prefix"
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// apply carries out a plan.
+func (m *Manager) apply(ctx context.Context, svc *v1.Service, fe Frontend, pl *plsPlan) (*armnetwork.PrivateLinkService, error) {
+	spec, owner, name := pl.spec, serviceKey(svc), pl.name
+	switch {
+	case pl.remove:
+		if err := m.delete(ctx, svc, spec.ResourceGroup, pl.existing, fe.ID); err != nil {
+			return pl.existing, err
+		}
+		return nil, nil
+	case pl.share:
+		return pl.existing, nil
+	}
+	desired := pl.desired
 	check := func(cur *armnetwork.PrivateLinkService) error {
 		if cur == nil {
 			return nil
@@ -165,18 +307,9 @@ func (m *Manager) Reconcile(ctx context.Context, svc *v1.Service, fe Frontend) (
 		if !m.owns(cur, owner) {
 			return fmt.Errorf("private link service %s is owned by %s, not %s", name, ptr.Deref(tagValue(cur.Tags, TagOwnerService), "(no owner tag)"), owner)
 		}
-		if gone := RemovedIPConfigs(cur, desired); len(gone) > 0 {
-			k := KeyIPCount
-			if len(spec.StaticIPs) > 0 {
-				k = KeyIPAddresses
-			}
-			return &annotations.Error{Key: k, Value: svc.Annotations[k], Rule: fmt.Sprintf(
-				"would remove NAT IP configurations %s of Private Link Service %s; Azure does not remove NAT IP configurations once added (delete the Private Link Service by removing %s, then add it again)",
-				strings.Join(gone, ", "), name, KeyCreate)}
-		}
-		return nil
+		return removedConfigsError(svc, spec, cur, desired, name)
 	}
-	res, err := m.store.Ensure(ctx, spec.ResourceGroup, name, desired, subnetID, check)
+	res, err := m.store.Ensure(ctx, spec.ResourceGroup, name, desired, pl.subnetID, check)
 	if err != nil {
 		var ae *annotations.Error
 		if errors.As(err, &ae) {

@@ -54,6 +54,10 @@ type Store struct {
 	gen       map[string]uint64
 	listed    map[string]bool // lower(rg)
 	subnetsOK map[string]bool // lower(subnet id) known Disabled
+	// subnets read (lower id -> subnet), kept until an Invalidate: NAT
+	// subnets rarely change, and a write that fails on a changed one
+	// invalidates. One found absent is read again every time.
+	subnetsRead map[string]*armnetwork.Subnet
 }
 
 type queue struct {
@@ -77,7 +81,7 @@ type request struct {
 func NewStore(c Client, subnets SubnetClient) *Store {
 	return &Store{client: c, subnets: subnets, queues: map[string]*queue{},
 		cache: map[string]*armnetwork.PrivateLinkService{}, gen: map[string]uint64{},
-		listed: map[string]bool{}, subnetsOK: map[string]bool{}}
+		listed: map[string]bool{}, subnetsOK: map[string]bool{}, subnetsRead: map[string]*armnetwork.Subnet{}}
 }
 
 func key(rg, name string) string { return strings.ToLower(rg + "/" + name) }
@@ -462,6 +466,7 @@ func (s *Store) List(ctx context.Context, rg string) ([]*armnetwork.PrivateLinkS
 func (s *Store) Invalidate(rg string) {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
+	clear(s.subnetsRead)
 	lrg := strings.ToLower(rg)
 	if !s.listed[lrg] {
 		return
@@ -474,6 +479,33 @@ func (s *Store) Invalidate(rg string) {
 			delete(s.cache, k)
 		}
 	}
+}
+
+// Subnet reads the subnet subnetID (nil when it does not exist); a subnet
+// found is answered from memory until the next Invalidate.
+func (s *Store) Subnet(ctx context.Context, subnetID string) (*armnetwork.Subnet, error) {
+	lk := strings.ToLower(subnetID)
+	s.cmu.Lock()
+	sn, ok := s.subnetsRead[lk]
+	s.cmu.Unlock()
+	if ok {
+		return sn, nil
+	}
+	rg, vnet, subnet, valid := parseSubnetID(subnetID)
+	if !valid {
+		return nil, fmt.Errorf("NAT subnet id %q is not a subnet id", subnetID)
+	}
+	sn, err := s.subnets.Get(ctx, rg, vnet, subnet)
+	switch {
+	case err != nil && azure.Classify(err) == azure.ClassStale:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read NAT subnet %s: %w", subnetID, err)
+	}
+	s.cmu.Lock()
+	s.subnetsRead[lk] = sn
+	s.cmu.Unlock()
+	return sn, nil
 }
 
 // ByFrontend returns the PLS of resource group rg that serves frontendID

@@ -17,6 +17,16 @@
 //     tags (azure.json tags, azure-pip-tags). Load balancers carry
 //     azure.json tags too (set by the Service mutation). Zones and IP tags
 //     are never changed on existing objects (zones.go, publicip.go).
+//   - A Service reconcile is one plan (plan.go): everything the Service
+//     will own is computed and checked from reads (annotations, node ports,
+//     protocols, access settings, placement, public IPs, shared IPs, rule
+//     limits, the NSG's limits, Private Link Service settings with the NAT
+//     subnet read) before the first write. A refused Service (a *Refusal)
+//     gets one Warning event per generation and reason, and nothing of its
+//     change is written; one already served keeps what it has but for its
+//     security rules, narrowed to what its settings allow now (failing
+//     closed); one with no frontend gets what azlb left of it (an owned
+//     public IP) deleted. The drift pass counts a refusal as no failure.
 //   - EnsureLoadBalancer places the Service (multiple-SLB placement, or the
 //     default load balancer and its internal twin), removes its frontends
 //     from every other managed load balancer (also one whose configuration

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
-	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
 )
 
@@ -105,7 +104,9 @@ func nsgCopyOf(ctx context.Context) uint64 {
 
 // RepairService brings what Azure holds for the Service back to what it
 // should hold, through the usual writers, and returns what it wrote (none
-// when nothing drifted). It repairs only a Service the service controller
+// when nothing drifted). A Service the reconcile refuses is not a failure
+// and gets no event: it has nothing to be repaired towards but its
+// security rules, narrowed to what its settings allow. It repairs only a Service the service controller
 // has taken on and not let go: the Service as the informer holds it now,
 // of the same UID, a LoadBalancer with the cleanup finalizer and not being
 // deleted; it never builds a load balancer for any other. Its reads come
@@ -124,11 +125,14 @@ func (p *Provider) RepairService(ctx context.Context, svc *v1.Service, nodes []*
 		!slices.Contains(cur.Finalizers, serviceCleanupFinalizer) {
 		return nil, nil
 	}
-	if _, err := annotations.Parse(cur); err != nil {
-		return nil, nil // the service controller reports it; nothing to repair towards
-	}
 	log := &repairLog{}
 	_, err = p.reconcile(context.WithValue(ctx, repairLogKey{}, log), callerRepair, cur, nodes, false)
+	if IsRefusal(err) {
+		// Refused (its Warning came from the service controller's
+		// reconcile): nothing to repair towards but its narrowed rules,
+		// and not a failure of the pass.
+		err = nil
+	}
 	return log.items, p.retryAfterThrottle(err)
 }
 

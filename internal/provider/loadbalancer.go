@@ -3,7 +3,6 @@ package provider
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -98,14 +97,14 @@ func (p *Provider) update(ctx context.Context, svc *v1.Service, nodes []*v1.Node
 
 // updateNodeSecurityRules follows the nodes in the rules of a Service with
 // floating IP off (their destinations are the nodes' addresses). Services
-// whose settings are invalid are left to EnsureLoadBalancer, which reports
-// them.
+// whose settings are invalid are left to EnsureLoadBalancer, which refuses
+// them: what they have stays as it is.
 func (p *Provider) updateNodeSecurityRules(ctx context.Context, svc *v1.Service, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
 	if p.sg == nil {
 		return nil
 	}
 	spec, err := annotations.Parse(svc)
-	if err != nil || spec.EnableFloatingIP {
+	if err != nil || spec.EnableFloatingIP || checkProtocols(svc, spec) != nil || p.privateLinkSpecInvalid(svc) {
 		return nil
 	}
 	acc, err := accesscontrol.Parse(svc, spec.Internal, spec.EnableFloatingIP)
@@ -181,18 +180,19 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 	p.unsupported.Forget(svc.UID)
 	p.unprobedTold.Forget(svc.UID)
 	p.affinityTold.Forget(svc.UID)
+	p.refusals.Forget(svc.UID)
+	p.familyTold.Forget(svc.UID)
 	return nil
 }
 
 // serviceSpec parses the Service's annotations and checks what its spec
 // asks for: an invalid annotation or a rule without its node port refuses
-// it (a Warning event and an error); unsupported annotations and settings
-// Azure cannot apply are Warning events, once per generation.
+// it (a *Refusal); unsupported annotations and settings Azure cannot apply
+// are Warning events, once per generation.
 func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.ServiceSpec, []v1.IPFamily, error) {
 	spec, err := annotations.Parse(svc)
 	if err != nil {
-		p.warn(svc, EventReasonInvalidAnnotation, "Invalid load balancer annotations: %v", err)
-		return nil, nil, err
+		return nil, nil, refusef(EventReasonInvalidAnnotation, err, "Invalid load balancer annotations: %v", err)
 	}
 	if len(spec.Unsupported) > 0 {
 		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
@@ -206,220 +206,109 @@ func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.S
 	return spec, families, nil
 }
 
-// reconcile is the full EnsureLoadBalancer path.
-//
-// fresh makes the load balancer write compare with what Azure holds now
-// (EnsureLoadBalancer: the Service changed); the drift pass, whose copies
-// were just read, passes false.
-func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service, nodes []*v1.Node, fresh bool) (*v1.LoadBalancerStatus, error) {
-	log := logger(ctx).WithValues("service", names.ServiceKey(svc))
-	if err := p.ensureStarted(ctx); err != nil {
-		return nil, err
-	}
-	spec, families, err := p.serviceSpec(log, svc)
-	if err != nil {
-		return nil, err
-	}
-	acc, err := p.accessOf(svc, spec)
-	if err != nil {
-		return nil, err
-	}
-	base := names.FrontendBase(svc)
-	// The Service's frontends as they are now, on any managed load balancer:
-	// public IPs it no longer uses after this reconcile (public -> internal,
-	// a family dropped, a different azure-pip-name) are deleted if azlb owns
-	// them, and an internal frontend that moves keeps its address.
-	previous, err := p.serviceFrontends(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	// Services sharing an IP are reconciled one after another, placement
-	// included (sharedip.go).
-	defer p.lockAddresses(p.addressKeys(svc, spec, families, previous))()
-	lbName, configName, placed, err := p.chooseLB(ctx, svc, spec, families)
-	if err != nil {
-		return nil, err
-	}
-	defer placed()
-
-	// Frontend targets: public IPs are ensured here, outside the lock.
-	inputs, ingress, keepPIPs, err := p.frontendInputs(ctx, svc, spec, families, lbName, previous)
-	if err != nil {
-		return nil, err
-	}
-
-	// A shared IP whose ports overlap another Service's: nothing is
-	// written for the Service (not even its security rules).
-	sharing, err := p.precheckSharedIP(ctx, svc, spec, lbName, inputs)
-	if err != nil {
-		return nil, err
-	}
-
-	sg, err := p.startSecurityRules(ctx, svc, spec, acc, lbName, nodes, inputs, ingress, keepPIPs, previous, !sharing)
-	if err != nil {
-		return nil, err
-	}
-
-	// A frontend of a family the Service no longer has goes with this
-	// write: its Private Link Service goes first (Azure refuses to remove
-	// a frontend one uses).
-	if cached, err := p.store.Get(ctx, lbName); err != nil {
-		return nil, err
-	} else if err := p.releasePrivateLinks(ctx, p.pls, svc, droppedFrontendIDs(cached, names.FrontendBase(svc), svc, families)); err != nil {
-		return nil, err
-	}
-	var orphans []*armnetwork.FrontendIPConfiguration
-	mutate := p.serviceMutation(ctx, svc, spec, lbName, inputs, families, &orphans)
-	// A Service that moves (another load balancer, or public <-> internal)
-	// leaves its old load balancer first: its public IP or static private IP
-	// can be referenced by one frontend only.
-	if err := p.removeFromLBs(ctx, caller, svc, lbName); err != nil {
-		return nil, err
-	}
-	// The Service changed (or its last reconcile failed): compare with what
-	// Azure holds now, not with the cache, so an out-of-band change is
-	// repaired rather than reported as success.
-	lb, err := p.store.UpdateLB(ctx, caller, lbName, lbstore.UpdateOptions{Create: true, Fresh: fresh}, mutate)
-	if err != nil {
-		var rl *RuleLimitError
-		if errors.As(err, &rl) {
-			p.warn(svc, EventReasonRuleLimitExceeded, "%v", err)
-		}
-		var ce *SharedIPConflictError
-		if errors.As(err, &ce) {
-			p.warn(svc, EventReasonSharedIPPortConflict, "%v; nothing is written for the Service", err)
-			// Its rules may have gone out early (before another Service
-			// took the IP): they leave again, the others' stay.
-			if sg.pending != nil {
-				if _, werr := sg.pending.Wait(); werr == nil {
-					err = errors.Join(err, p.releaseAddresses(ctx, svc, frontendAddressesOf(inputs)))
-				}
-			}
-		}
-		return nil, err
-	}
-	if err := p.deleteOrphanedFrontendIPs(ctx, svc, orphans); err != nil {
-		return nil, err
-	}
-	if configName != "" {
-		p.state.MoveService(base, configName)
-	}
-
-	// Public IPs it no longer uses (public -> internal, a family dropped)
-	// are deleted once no frontend references them.
-	if err := p.deleteOrphanedPublicIPs(ctx, svc, previous.publicIPs(), keepPIPs); err != nil {
-		return nil, err
-	}
-	if spec.Internal {
-		// An internal Service uses no public IP: one azlb created for it is
-		// left by a move public -> internal interrupted after the frontends
-		// moved (a crash, a lost lease; found by the chaos suite).
-		if err := p.deleteOwnedPublicIPs(ctx, svc); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.reconcileServicePools(ctx, caller, lbName, svc, nodes, families); err != nil {
-		return nil, err
-	}
-	// Its Private Link Service (azure-pls-*, docs/private-link.md), once
-	// the frontend it serves is written.
-	if err := p.ensurePrivateLink(ctx, p.pls, svc, spec, lb); err != nil {
-		return nil, err
-	}
-	if spec.Internal {
-		for _, fam := range families {
-			if fe := serviceFrontend(lb, svc, fam); fe != nil && fe.Properties != nil {
-				ingress[fam] = ptr.Deref(fe.Properties.PrivateIPAddress, "")
-			}
-		}
-	}
-	if err := sg.finish(ctx, p, svc, spec, acc, ingress, nodes); err != nil {
-		return nil, err
-	}
-	return ingressStatus(families, ingress), nil
+// lbstoreUpdate are the options of a Service reconcile's load balancer
+// write: created when missing; fresh compares with what Azure holds now.
+func lbstoreUpdate(fresh bool) lbstore.UpdateOptions {
+	return lbstore.UpdateOptions{Create: true, Fresh: fresh}
 }
 
 // serviceMutation is the load balancer mutation of a Service reconcile:
-// its frontends, rules and probes as desired.go builds them, within
+// its frontends, rules and probes as serviceStates computes them, within
 // maximumLoadBalancerRuleCount.
 //
 // orphans receives the frontends of Services gone that the write removed
-// (the last user of a shared frontend left it).
-func (p *Provider) serviceMutation(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput, families []v1.IPFamily,
-	orphans *[]*armnetwork.FrontendIPConfiguration) lbstore.Mutation {
+// (the last user of a shared frontend left it); changed whether the last
+// run of the mutation changed the load balancer.
+func (p *Provider) serviceMutation(svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput, families []v1.IPFamily,
+	orphans *[]*armnetwork.FrontendIPConfiguration, changed *bool) lbstore.Mutation {
 	base := names.FrontendBase(svc)
 	pools := p.servicePoolNames(svc, families)
-	ref := p.lbRef(lbName)
-	maxRules := p.cfg.MaximumLoadBalancerRuleCount
 	liveBase := p.liveBases()
 	return func(lb *armnetwork.LoadBalancer) (bool, error) {
-		*orphans = nil
-		states := make([]*serviceLBState, 0, len(inputs))
-		newRules := 0
-		for i, in := range inputs {
-			existing := findFrontend(lb, names.Frontend(svc, in.family))
-			if existing == nil && spec.InternalSubnet != "" {
-				// The Azure cloud provider's name for it: kept (a
-				// takeover writes nothing for it).
-				if fe := findFrontend(lb, names.FrontendBase(svc)+"-"+spec.InternalSubnet+names.FamilySuffix(in.family)); fe != nil {
-					existing, in.name = fe, feNameOf(fe)
-				}
-			}
-			if existing == nil {
-				// Another Service's frontend with the same address: the
-				// Service shares it (sharedip.go).
-				if fe := sharedFrontendFor(lb, base, in, in.requestedPrivateIP()); fe != nil {
-					in.sharedID = ptr.Deref(fe.ID, ref.Child("frontendIPConfigurations", feNameOf(fe)))
-				}
-			}
-			if in.privateIP == "" && in.keepIP != "" && existing == nil && in.sharedID == "" {
-				in.privateIP = in.keepIP // a new frontend takes the address the Service had
-			}
-			if existing != nil {
-				in.zones = existing.Zones // zones are set at creation only (zones.go)
-			}
-			st, err := buildServiceLBState(desiredInput{
-				svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
-				sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
-				sharedProbePort:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
-				sharedProbePath:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
-				disableOutboundSNAT: ptr.Deref(p.cfg.DisableOutboundSNAT, false),
-			})
-			if err != nil {
-				return false, err
-			}
-			feID := in.sharedID
-			if feID == "" {
-				feID = ref.Child("frontendIPConfigurations", cmp.Or(in.name, names.Frontend(svc, in.family)))
-			}
-			if other, mine := sharedPortConflict(lb, base, feID, st.rules); other != nil {
-				return false, &SharedIPConflictError{
-					Service: names.ServiceKey(svc), Other: serviceNameOfBase(liveBase, names.ServiceBaseOf(ruleNameOf(other))), Address: in.address,
-					Protocol: string(ptr.Deref(mine.Properties.Protocol, "")), Port: ptr.Deref(mine.Properties.FrontendPort, 0),
-				}
-			}
-			newRules += len(st.rules)
-			states = append(states, st)
-		}
-		if maxRules > 0 {
-			if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
-				return false, &RuleLimitError{LoadBalancer: ptr.Deref(lb.Name, ""), Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
-			}
+		*orphans, *changed = nil, false
+		states, _, err := p.serviceStates(lb, svc, spec, lbName, inputs, families, liveBase)
+		if err != nil {
+			return false, err
 		}
 		adopt := map[string]string{}
 		if p.usesLocalPool(svc) {
 			adopt = legacyLocalPools(svc, families)
 		}
-		changed, removed := applySharedService(lb, base, states, pools, localPoolNames(svc), adopt, func(b string) bool { return liveBase(b) != nil })
+		ch, removed := applySharedService(lb, base, states, pools, localPoolNames(svc), adopt, func(b string) bool { return liveBase(b) != nil })
 		*orphans = removed
 		if tags, ok := p.tags.Apply(lb.Tags, nil); ok {
-			lb.Tags, changed = tags, true // azure.json tags (config.ResourceTags)
+			lb.Tags, ch = tags, true // azure.json tags (config.ResourceTags)
 		}
-		if changed {
-			noteRepair(ctx, RepairLoadBalancer, "load balancer %s (the Service's frontends, rules or probes)", lbName)
-		}
-		return changed, nil
+		*changed = ch
+		return ch, nil
 	}
+}
+
+// serviceStates computes the Service's frontends, rules and probes on lb
+// as it is (nil: not created yet), one state per input, and each input's
+// frontend id (its own, or the shared frontend it uses): a port another
+// Service has on a shared frontend is a *SharedIPConflictError, more rules
+// than maximumLoadBalancerRuleCount a *RuleLimitError. It changes nothing.
+func (p *Provider) serviceStates(lb *armnetwork.LoadBalancer, svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput,
+	families []v1.IPFamily, liveBase func(string) *v1.Service) ([]*serviceLBState, []string, error) {
+	base := names.FrontendBase(svc)
+	pools := p.servicePoolNames(svc, families)
+	ref := p.lbRef(lbName)
+	states := make([]*serviceLBState, 0, len(inputs))
+	ids := make([]string, 0, len(inputs))
+	newRules := 0
+	for i, in := range inputs {
+		existing := findFrontend(lb, names.Frontend(svc, in.family))
+		if existing == nil && spec.InternalSubnet != "" {
+			// The Azure cloud provider's name for it: kept (a
+			// takeover writes nothing for it).
+			if fe := findFrontend(lb, names.FrontendBase(svc)+"-"+spec.InternalSubnet+names.FamilySuffix(in.family)); fe != nil {
+				existing, in.name = fe, feNameOf(fe)
+			}
+		}
+		if existing == nil {
+			// Another Service's frontend with the same address: the
+			// Service shares it (sharedip.go).
+			if fe := sharedFrontendFor(lb, base, in, in.requestedPrivateIP()); fe != nil {
+				in.sharedID = ptr.Deref(fe.ID, ref.Child("frontendIPConfigurations", feNameOf(fe)))
+			}
+		}
+		if in.privateIP == "" && in.keepIP != "" && existing == nil && in.sharedID == "" {
+			in.privateIP = in.keepIP // a new frontend takes the address the Service had
+		}
+		if existing != nil {
+			in.zones = existing.Zones // zones are set at creation only (zones.go)
+		}
+		st, err := buildServiceLBState(desiredInput{
+			svc: svc, spec: spec, lb: ref, frontend: in, poolName: pools[i],
+			sharedProbe:         strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"),
+			sharedProbePort:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
+			sharedProbePath:     p.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
+			disableOutboundSNAT: ptr.Deref(p.cfg.DisableOutboundSNAT, false),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		feID := in.sharedID
+		if feID == "" {
+			feID = ref.Child("frontendIPConfigurations", cmp.Or(in.name, names.Frontend(svc, in.family)))
+		}
+		if other, mine := sharedPortConflict(lb, base, feID, st.rules); other != nil {
+			return nil, nil, &SharedIPConflictError{
+				Service: names.ServiceKey(svc), Other: serviceNameOfBase(liveBase, names.ServiceBaseOf(ruleNameOf(other))), Address: in.address,
+				Protocol: string(ptr.Deref(mine.Properties.Protocol, "")), Port: ptr.Deref(mine.Properties.FrontendPort, 0),
+			}
+		}
+		newRules += len(st.rules)
+		states = append(states, st)
+		ids = append(ids, feID)
+	}
+	if maxRules := p.cfg.MaximumLoadBalancerRuleCount; maxRules > 0 {
+		if total := ruleCount(lb) - ownedRuleCount(lb, base) + newRules; total > maxRules {
+			return nil, nil, &RuleLimitError{LoadBalancer: lbName, Service: names.ServiceKey(svc), Rules: total, Limit: maxRules}
+		}
+	}
+	return states, ids, nil
 }
 
 // reconcileSecurity is a Service reconcile's NSG change in flight.
@@ -492,7 +381,7 @@ func (e *RuleLimitError) Error() string {
 
 func ownedRuleCount(lb *armnetwork.LoadBalancer, base string) int {
 	n := 0
-	if lb.Properties != nil {
+	if lb != nil && lb.Properties != nil {
 		for _, r := range lb.Properties.LoadBalancingRules {
 			if names.Owns(base, ptr.Deref(r.Name, "")) {
 				n++
@@ -677,8 +566,7 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 		if !ok || len(spec.LoadBalancerConfigurations) > 0 && !containsFold(spec.LoadBalancerConfigurations, cfgName) {
 			err := fmt.Errorf("service %s: its IP is shared on load balancer %s, which %s=%q does not allow; Services sharing an IP must be on one load balancer, so nothing is written or moved",
 				names.ServiceKey(svc), pinned, annotations.KeyLoadBalancerConfigurations, strings.Join(spec.LoadBalancerConfigurations, ","))
-			p.warn(svc, EventReasonSharedIPPlacementConflict, "%v", err)
-			return "", "", nil, err
+			return "", "", nil, refuse(EventReasonSharedIPPlacementConflict, err)
 		}
 		return pinned, cfgName, func() {}, nil
 	}
@@ -711,8 +599,7 @@ func (p *Provider) chooseLB(ctx context.Context, svc *v1.Service, spec *annotati
 		}
 		cfgName, err := p.placer.PlaceService(info, counts)
 		if err != nil {
-			p.warn(svc, EventReasonPlacementFailed, "%v", err)
-			return "", 0, err
+			return "", 0, refuse(EventReasonPlacementFailed, err)
 		}
 		configName = cfgName
 		rules := len(svc.Spec.Ports) * len(families)
@@ -791,59 +678,4 @@ func serviceFamilies(svc *v1.Service) []v1.IPFamily {
 		return []v1.IPFamily{v1.IPv4Protocol}
 	}
 	return svc.Spec.IPFamilies
-}
-
-// frontendInputs are the Service's frontend targets, one per family: the
-// public IP (ensured here, outside the store's lock; its address is the
-// ingress) or the internal subnet and address. keepPIPs are the public IPs
-// the Service keeps.
-func (p *Provider) frontendInputs(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily, lbName string, previous serviceFrontendSet) (
-	[]frontendInput, map[v1.IPFamily]string, map[string]bool, error) {
-	inputs := make([]frontendInput, 0, len(families))
-	ingress := map[v1.IPFamily]string{}
-	keepPIPs := map[string]bool{}
-	for _, fam := range families {
-		in := frontendInput{family: fam}
-		if spec.Internal {
-			subnet := spec.InternalSubnet
-			if subnet == "" {
-				subnet = p.cfg.SubnetName
-			}
-			if subnet == "" || p.cfg.VnetName == "" {
-				return nil, nil, nil, fmt.Errorf("service %s: an internal load balancer needs vnetName and subnetName in azure.json or the %s annotation", names.ServiceKey(svc), annotations.KeyInternalSubnet)
-			}
-			in.subnetID = p.subnetID(subnet)
-			zones, err := p.regionZones(ctx)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			in.zones = zones
-			in.privateIP = requestedAddress(svc, spec, fam)
-			in.requested, in.address = in.privateIP != "", in.privateIP
-			if in.privateIP == "" {
-				in.privateIP = previous.movingPrivateIP(lbName, names.Frontend(svc, fam), in.subnetID)
-			}
-			if in.privateIP == "" {
-				keep, err := p.statusPrivateIP(ctx, svc, lbName, fam, in.subnetID)
-				if err != nil {
-					return nil, nil, nil, err
-				}
-				in.keepIP = keep
-			}
-		} else {
-			pip, err := p.ensurePublicIP(ctx, svc, spec, fam)
-			if err != nil {
-				if !eventRecorded(err) {
-					p.warn(svc, EventReasonPublicIPNotFound, "%v", err)
-				}
-				return nil, nil, nil, err
-			}
-			in.publicIPID, in.address = pip.id, pip.address
-			p.notePublicIP(pip.id, pip.address)
-			ingress[fam] = pip.address
-			keepPIPs[strings.ToLower(pip.id)] = true
-		}
-		inputs = append(inputs, in)
-	}
-	return inputs, ingress, keepPIPs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -65,24 +66,41 @@ func (p *Provider) reconcileLocalPools(ctx context.Context, caller, lbName strin
 			members = append(members, n)
 		}
 	}
-	edits := make([]lbstore.PoolEdit, 0, len(families))
-	for _, fam := range families {
-		pool := names.LocalServicePool(svc.Namespace, svc.Name, fam)
-		edits = append(edits, lbstore.PoolEdit{
+	pools := make([]string, len(families))
+	for i, fam := range families {
+		pools[i] = names.LocalServicePool(svc.Namespace, svc.Name, fam)
+	}
+	return p.updatePools(ctx, caller, lbName, pools, func(i int, bp *armnetwork.BackendAddressPool) bool {
+		return p.policy.Sync(bp, p.policy.LocalMembers(p.freshNodes(members), families[i], ep)).Changed
+	})
+}
+
+// updatePools edits the pools of a load balancer (sync changes pool i and
+// reports whether it did) through the store, trusting its cached copies:
+// a pool whose cached copy is already right costs nothing. A pool written
+// is a drift repair (noted only once Azure accepted the write); one that
+// does not exist is left alone.
+func (p *Provider) updatePools(ctx context.Context, caller, lbName string, pools []string, sync func(i int, bp *armnetwork.BackendAddressPool) bool) error {
+	changed := make([]atomic.Bool, len(pools))
+	edits := make([]lbstore.PoolEdit, len(pools))
+	for i, pool := range pools {
+		edits[i] = lbstore.PoolEdit{
 			Ref: lbstore.PoolRef{LoadBalancer: lbName, Pool: pool},
 			Edit: func(bp *armnetwork.BackendAddressPool) (bool, error) {
-				changed := p.policy.Sync(bp, p.policy.LocalMembers(p.freshNodes(members), fam, ep)).Changed
-				if changed {
-					noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (members or admin state)", lbName, pool)
-				}
-				return changed, nil
+				c := sync(i, bp)
+				changed[i].Store(c)
+				return c, nil
 			},
-		})
+		}
 	}
 	var errs []error
-	for _, r := range p.store.UpdatePools(ctx, caller, edits, lbstore.PoolOptions{TrustCache: true}) {
+	for i, r := range p.store.UpdatePools(ctx, caller, edits, lbstore.PoolOptions{TrustCache: true}) {
 		if r.Err != nil {
 			errs = append(errs, r.Err)
+			continue
+		}
+		if r.Written && changed[i].Load() {
+			noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (members or admin state)", lbName, pools[i])
 		}
 	}
 	return errors.Join(errs...)

@@ -73,8 +73,7 @@ func (p *Provider) checkNodePorts(svc *v1.Service, spec *annotations.ServiceSpec
 	if len(missing) > 0 {
 		err := fmt.Errorf("%s: no node port (spec.allocateLoadBalancerNodePorts is false), and the load balancer rule of a port with floating IP off sends to the node port; allocate node ports or leave floating IP on",
 			strings.Join(missing, ", "))
-		p.warn(svc, EventReasonMissingNodePort, "%v", err)
-		return err
+		return refuse(EventReasonMissingNodePort, err)
 	}
 	if p.unprobedTold.ShouldReport(svc, unprobed) {
 		p.warn(svc, EventReasonNoHealthProbe, "%s: no node port (spec.allocateLoadBalancerNodePorts is false) for the default health probe, so the rule has none and every node takes new connections; set %s to a port that answers, or allocate node ports",

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/placement"
 )
@@ -169,26 +168,13 @@ func (p *Provider) reconcilePools(ctx context.Context, caller, lbName string, no
 // over its Down. A pool that does not exist is left alone (the load
 // balancer reconcile creates pools).
 func (p *Provider) syncPools(ctx context.Context, caller, lbName string, members []*v1.Node, families []v1.IPFamily, poolName func(v1.IPFamily) string) error {
-	edits := make([]lbstore.PoolEdit, 0, len(families))
-	for _, fam := range families {
-		edits = append(edits, lbstore.PoolEdit{
-			Ref: lbstore.PoolRef{LoadBalancer: lbName, Pool: poolName(fam)},
-			Edit: func(pool *armnetwork.BackendAddressPool) (bool, error) {
-				changed := p.policy.Sync(pool, p.policy.Members(p.freshNodes(members), fam)).Changed
-				if changed {
-					noteRepair(ctx, RepairBackendPool, "backend pool %s/%s (members or admin state)", lbName, poolName(fam))
-				}
-				return changed, nil
-			},
-		})
+	pools := make([]string, len(families))
+	for i, fam := range families {
+		pools[i] = poolName(fam)
 	}
-	var errs []error
-	for _, r := range p.store.UpdatePools(ctx, caller, edits, lbstore.PoolOptions{TrustCache: true}) {
-		if r.Err != nil {
-			errs = append(errs, r.Err)
-		}
-	}
-	return errors.Join(errs...)
+	return p.updatePools(ctx, caller, lbName, pools, func(i int, pool *armnetwork.BackendAddressPool) bool {
+		return p.policy.Sync(pool, p.policy.Members(p.freshNodes(members), families[i])).Changed
+	})
 }
 
 // freshNodes replaces each node by the node lister's copy when there is one.

@@ -49,6 +49,16 @@ func (pl *PrivateLinks) Run(ctx context.Context) { pl.m.Store().Run(ctx) }
 // Manager is the underlying manager.
 func (pl *PrivateLinks) Manager() *privatelink.Manager { return pl.m }
 
+// privateLinkSpecInvalid reports whether the Service's azure-pls-*
+// annotations do not parse (its reconcile refuses it).
+func (p *Provider) privateLinkSpecInvalid(svc *v1.Service) bool {
+	if p.pls == nil {
+		return false
+	}
+	_, err := p.pls.m.Spec(svc)
+	return err != nil
+}
+
 // ensurePrivateLink publishes (or stops publishing) the Service's IPv4
 // frontend on lb as its annotations ask, after the load balancer write.
 // A Service that asks for nothing and owns nothing costs no ARM call once

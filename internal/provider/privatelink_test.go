@@ -20,14 +20,7 @@ func TestPrivateLinkWiring(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pl, err := NewPrivateLinks(h.env.Config, h.clients, h.recorder)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { pl.Run(runCtx); close(done) }()
-	defer func() { stop(); <-done }()
+	pl := startPrivateLinks(t, h)
 
 	svc := testService("web", "11111111-2222-3333-4444-555555555555", map[string]string{
 		annotations.KeyInternal: "true", privatelink.KeyCreate: "true"}, 80)
@@ -58,6 +51,21 @@ func TestPrivateLinkWiring(t *testing.T) {
 	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startPrivateLinks runs a Private Link Service writer on the harness's
+// emulator until the test ends.
+func startPrivateLinks(t *testing.T, h *harness) *PrivateLinks {
+	t.Helper()
+	pl, err := NewPrivateLinks(h.env.Config, h.clients, h.recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { pl.Run(ctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	return pl
 }
 
 // With azure-pls-proxy-protocol, Azure's probes carry the PROXY header,

@@ -39,6 +39,12 @@ const (
 	EventReasonRuleLimitExceeded     = "LoadBalancerRuleLimitExceeded"
 	EventReasonUnsupportedAnnotation = "UnsupportedAnnotation"
 	EventReasonPublicIPNotFound      = "PublicIPNotFound"
+	// EventReasonUnsupportedProtocol: a port's protocol is not one Azure
+	// Load Balancer rules carry (SCTP); the Service is refused.
+	EventReasonUnsupportedProtocol = "UnsupportedProtocol"
+	// EventReasonNoSourceOfFamily: the Service's source ranges are all of
+	// the other IP family than one of its own: that family stays closed.
+	EventReasonNoSourceOfFamily = "NoSourceRangeOfFamily"
 )
 
 // Options are the collaborators of a Provider. Config, Clients and Store
@@ -132,6 +138,12 @@ type Provider struct {
 	// affinityTold: which Services were told their ClientIP timeout is
 	// not applied.
 	affinityTold *annotations.Reported // which Services were told about their unsupported annotations
+	// refusals: which Services were told they are refused, and why (one
+	// Warning per generation and reason; plan.go).
+	refusals *annotations.Reported
+	// familyTold: which Services were told a family of theirs has no
+	// source range.
+	familyTold *annotations.Reported
 
 	tags config.ResourceTags // azure.json tags, tagsMap, systemTags
 	arm  armReader           // region zones and public IP prefixes
@@ -173,6 +185,8 @@ func New(opts Options) (*Provider, error) {
 		unsupported:  annotations.NewReported(annotations.MaxReported),
 		unprobedTold: annotations.NewReported(annotations.MaxReported),
 		affinityTold: annotations.NewReported(annotations.MaxReported),
+		refusals:     annotations.NewReported(annotations.MaxReported),
+		familyTold:   annotations.NewReported(annotations.MaxReported),
 		tags:         cfg.ResourceTags(),
 
 		namespaces:   opts.Namespaces,

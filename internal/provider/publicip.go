@@ -64,21 +64,6 @@ const (
 	EventReasonPublicIPUnchangeable = "PublicIPSettingUnchangeable"
 )
 
-// recordedError is an error the Service has already been told about in an
-// event of its own.
-type recordedError struct{ err error }
-
-func (e *recordedError) Error() string { return e.err.Error() }
-func (e *recordedError) Unwrap() error { return e.err }
-
-// eventRecorded reports whether err was already the subject of a Warning
-// event on the Service (so frontendInputs adds no PublicIPNotFound).
-func eventRecorded(err error) bool {
-	var re *recordedError
-	var ue *migration.UpgradeError
-	return errors.As(err, &re) || errors.As(err, &ue)
-}
-
 // publicIPGroup is the resource group of the Service's public IPs:
 // azure-load-balancer-resource-group, else the cluster's.
 func (p *Provider) publicIPGroup(spec *annotations.ServiceSpec) string {
@@ -99,30 +84,31 @@ func (p *Provider) publicIPGroups(svc *v1.Service) []string {
 	return groups
 }
 
-// ensurePublicIP returns the public IP the Service's frontend of the family
-// uses, creating an owned one when needed, in the resource group of
-// publicIPGroup:
+// resolvePublicIP finds, without writing, the public IP the Service's
+// frontend of the family uses, in the resource group of publicIPGroup:
 //   - azure-load-balancer-ipv4/-ipv6 or loadBalancerIP: an existing public
 //     IP with that address in the resource group (never created);
 //   - azure-pip-name(-ipv6): that public IP, created (and owned) if missing;
 //   - otherwise <cluster>-<frontend base>[-IPv6], created and owned.
 //
-// A public IP azlb owns gets its tags brought in line (ownedPublicIP); one
-// it does not own is used as it is.
-func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily) (publicIP, error) {
+// What cannot be used refuses the Service: no public IP with the address
+// asked for, one of the other IP version, a prefix that does not exist or
+// is of the other IP version (PublicIPNotFound, PublicIPPrefixUnusable).
+func (p *Provider) resolvePublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily) (*publicIPPlan, error) {
 	rg := p.publicIPGroup(spec)
 	name := requestedPIPName(spec, family)
 	if addr := requestedAddress(svc, spec, family); addr != "" && name == "" {
 		pips, err := p.publicIPs(ctx).List(ctx, rg)
 		if err != nil {
-			return publicIP{}, fmt.Errorf("list public IPs in %s: %w", rg, err)
+			return nil, fmt.Errorf("list public IPs in %s: %w", rg, err)
 		}
 		for _, pip := range pips {
 			if pip.Properties != nil && ptr.Deref(pip.Properties.IPAddress, "") == addr {
-				return p.existingPublicIP(ctx, svc, spec, family, rg, pip)
+				return &publicIPPlan{family: family, rg: rg, name: ptr.Deref(pip.Name, ""), existing: pip}, nil
 			}
 		}
-		return publicIP{}, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)", names.ServiceKey(svc), addr, rg)
+		return nil, refuse(EventReasonPublicIPNotFound, fmt.Errorf("service %s: no public IP with address %s in resource group %s (the address must belong to an existing public IP)",
+			names.ServiceKey(svc), addr, rg))
 	}
 	if name == "" {
 		name = names.PublicIP(p.clusterName(), svc, family)
@@ -130,22 +116,54 @@ func (p *Provider) ensurePublicIP(ctx context.Context, svc *v1.Service, spec *an
 	pip, err := p.publicIPs(ctx).Get(ctx, rg, name)
 	if err == nil {
 		if got := ipFamilyOfPIP(pip); got != family {
-			return publicIP{}, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family)
+			return nil, refuse(EventReasonPublicIPNotFound, fmt.Errorf("service %s: public IP %s is %s, the frontend needs %s", names.ServiceKey(svc), name, got, family))
 		}
-		return p.existingPublicIP(ctx, svc, spec, family, rg, pip)
+		return &publicIPPlan{family: family, rg: rg, name: name, existing: pip}, nil
 	}
 	if azure.Classify(err) != azure.ClassStale {
-		return publicIP{}, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
+		return nil, fmt.Errorf("get public IP %s/%s: %w", rg, name, err)
 	}
-	return p.createPublicIP(ctx, svc, spec, family, rg, name)
+	pp := &publicIPPlan{family: family, rg: rg, name: name}
+	if prefixID := spec.PIPPrefixFor(family == v1.IPv6Protocol); prefixID != "" {
+		if pp.prefix, err = p.usablePrefix(ctx, svc, family, prefixID); err != nil {
+			return nil, err
+		}
+	}
+	return pp, nil
+}
+
+// ensurePublicIPs writes the plan's public IPs (creates those missing,
+// brings an owned one's tags in line, upgrades a Basic one) and fills in
+// the inputs' ids and addresses. It returns the ingress addresses and the
+// (lower-cased) ids of the public IPs the Service keeps.
+func (p *Provider) ensurePublicIPs(ctx context.Context, pl *servicePlan) (map[v1.IPFamily]string, map[string]bool, error) {
+	ingress := map[v1.IPFamily]string{}
+	keep := map[string]bool{}
+	for i, pp := range pl.pips {
+		var pip publicIP
+		var err error
+		if pp.existing != nil {
+			pip, err = p.existingPublicIP(ctx, pl.svc, pl.spec, pp.family, pp.rg, pp.existing)
+		} else {
+			pip, err = p.createPublicIP(ctx, pl.svc, pl.spec, pp.family, pp.rg, pp.name, pp.prefix)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		pl.inputs[i].publicIPID, pl.inputs[i].address = pip.id, pip.address
+		p.notePublicIP(pip.id, pip.address)
+		ingress[pp.family] = pip.address
+		keep[strings.ToLower(pip.id)] = true
+	}
+	return ingress, keep, nil
 }
 
 // createPublicIP creates an owned public IP: Standard, static, tagged as
 // azlb's (plus azure.json tags and azure-pip-tags), with the IP tags of
-// azure-pip-ip-tags, from the prefix of azure-pip-prefix-id(-ipv6) when
-// set, zone-redundant where the region has zones (from a prefix: the
-// prefix's zones).
-func (p *Provider) createPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg, name string) (publicIP, error) {
+// azure-pip-ip-tags, from prefix (azure-pip-prefix-id(-ipv6), read by the
+// plan) when set, zone-redundant where the region has zones (from a
+// prefix: the prefix's zones).
+func (p *Provider) createPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg, name string, prefix *armnetwork.PublicIPPrefix) (publicIP, error) {
 	tags, _ := p.tags.Apply(nil, p.publicIPTags(svc, spec))
 	want := armnetwork.PublicIPAddress{
 		Location: to.Ptr(p.cfg.Location),
@@ -166,11 +184,7 @@ func (p *Provider) createPublicIP(ctx context.Context, svc *v1.Service, spec *an
 		want.Properties.IPTags = append(want.Properties.IPTags, &armnetwork.IPTag{IPTagType: to.Ptr(t.Type), Tag: to.Ptr(t.Tag)})
 	}
 	prefixID := spec.PIPPrefixFor(family == v1.IPv6Protocol)
-	if prefixID != "" {
-		prefix, err := p.usablePrefix(ctx, svc, family, prefixID)
-		if err != nil {
-			return publicIP{}, err
-		}
+	if prefix != nil {
 		want.Properties.PublicIPPrefix = &armnetwork.SubResource{ID: prefix.ID}
 		want.Zones = prefix.Zones
 	} else {
@@ -185,7 +199,7 @@ func (p *Provider) createPublicIP(ctx context.Context, svc *v1.Service, spec *an
 		err = fmt.Errorf("create public IP %s/%s: %w", rg, name, err)
 		if prefixID != "" && prefixExhausted(err) {
 			p.warn(svc, EventReasonPublicIPPrefixUnusable, "%s=%s: the prefix has no free address for public IP %s: %v", prefixKey(family), prefixID, name, err)
-			return publicIP{}, &recordedError{err}
+			return publicIP{}, err
 		}
 		return publicIP{}, err
 	}
@@ -195,8 +209,8 @@ func (p *Provider) createPublicIP(ctx context.Context, svc *v1.Service, spec *an
 }
 
 // usablePrefix reads the prefix a new public IP of the family is to come
-// from; a prefix that is missing or of the other IP version is a Warning
-// event naming the annotation and the prefix.
+// from; a prefix that is missing or of the other IP version refuses the
+// Service, naming the annotation and the prefix.
 func (p *Provider) usablePrefix(ctx context.Context, svc *v1.Service, family v1.IPFamily, id string) (*armnetwork.PublicIPPrefix, error) {
 	prefix, err := p.publicIPPrefix(ctx, id)
 	var why string
@@ -211,8 +225,7 @@ func (p *Provider) usablePrefix(ctx context.Context, svc *v1.Service, family v1.
 		return prefix, nil
 	}
 	err = fmt.Errorf("service %s: %s=%s: %s", names.ServiceKey(svc), prefixKey(family), id, why)
-	p.warn(svc, EventReasonPublicIPPrefixUnusable, "%s=%s: %s; no public IP is created", prefixKey(family), id, why)
-	return nil, &recordedError{err}
+	return nil, refusef(EventReasonPublicIPPrefixUnusable, err, "%s=%s: %s; no public IP is created", prefixKey(family), id, why)
 }
 
 func prefixKey(family v1.IPFamily) string {

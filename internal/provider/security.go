@@ -38,34 +38,80 @@ const (
 // restricts its sources while no NSG is configured.
 var ErrSecurityGroupNotConfigured = errors.New("azure.json securityGroupName is empty: a Service that restricts its sources cannot be served")
 
-// accessOf parses the Service's access settings and reports what is wrong
-// with them: a conflict fails the reconcile before anything is written;
-// invalid values are reported and fail closed (see accesscontrol).
-func (p *Provider) accessOf(svc *v1.Service, spec *annotations.ServiceSpec) (*accesscontrol.Access, error) {
+// accessOf parses the Service's access settings: a conflict, a value that
+// is not a boolean, or a restricted Service without a security group to
+// restrict it refuses the Service (a *Refusal); invalid values fail closed
+// and are reported by the notes returned (Warning events, recorded when
+// the plan is written), as are the families its source ranges leave
+// closed.
+func (p *Provider) accessOf(svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily) (*accesscontrol.Access, []func(), error) {
 	acc, err := accesscontrol.Parse(svc, spec.Internal, spec.EnableFloatingIP)
 	if err != nil {
 		reason := EventReasonConflictingAccess
 		if ie := (*accesscontrol.InvalidError)(nil); errors.As(err, &ie) {
 			reason = EventReasonInvalidAnnotation
 		}
-		p.warn(svc, reason, "%v; nothing is written for the Service", err)
-		return nil, err
-	}
-	for _, v := range acc.InvalidRanges {
-		p.warn(svc, EventReasonInvalidSourceRanges, "Invalid source range %s; the Service stays closed to every source it does not list validly (fail closed)", v)
-	}
-	for _, v := range acc.InvalidTags {
-		p.warn(svc, EventReasonInvalidAllowedServiceTags, "Invalid service tag %s; the Service stays closed to every source it does not list validly (fail closed)", v)
+		return nil, nil, refusef(reason, err, "%v; nothing is written for the Service", err)
 	}
 	if p.sg == nil && acc.Restricted() {
-		p.warn(svc, EventReasonSecurityGroupNotConfigured, securityGroupNotConfiguredRestrictedMsg, acc.Describe(), securityGroupNameField)
-		return nil, fmt.Errorf("service %s: %w", names.ServiceKey(svc), ErrSecurityGroupNotConfigured)
+		return nil, nil, refusef(EventReasonSecurityGroupNotConfigured, fmt.Errorf("service %s: %w", names.ServiceKey(svc), ErrSecurityGroupNotConfigured),
+			securityGroupNotConfiguredRestrictedMsg, acc.Describe(), securityGroupNameField)
+	}
+	notes := []func(){func() {
+		if len(closedFamilies(acc, families)) == 0 {
+			p.familyTold.ShouldReport(svc, nil) // fixed: a later gap is news
+		}
+	}}
+	for _, v := range acc.InvalidRanges {
+		notes = append(notes, func() {
+			p.warn(svc, EventReasonInvalidSourceRanges, "Invalid source range %s; the Service stays closed to every source it does not list validly (fail closed)", v)
+		})
+	}
+	for _, v := range acc.InvalidTags {
+		notes = append(notes, func() {
+			p.warn(svc, EventReasonInvalidAllowedServiceTags, "Invalid service tag %s; the Service stays closed to every source it does not list validly (fail closed)", v)
+		})
+	}
+	for _, v := range acc.InvalidSettings {
+		notes = append(notes, func() {
+			p.warn(svc, EventReasonInvalidAnnotation, "Invalid access setting %s; the Service stays closed to every source it does not list validly (fail closed)", v)
+		})
+	}
+	if closed := closedFamilies(acc, families); len(closed) > 0 {
+		notes = append(notes, func() {
+			if !p.familyTold.ShouldReport(svc, closed) {
+				return
+			}
+			p.warn(svc, EventReasonNoSourceOfFamily, "The Service's source ranges have no %s range, so nothing may reach it over %s (fail closed); list a range of that family to let its clients in",
+				strings.Join(closed, " or "), strings.Join(closed, " or "))
+		})
 	}
 	if p.cfg.SecurityGroupName == "" && acc.NeedsRules() {
-		p.warn(svc, EventReasonSecurityGroupNotConfigured,
-			"azure.json %s is empty: azlb writes no security rule, and a Standard load balancer is closed until a network security group allows the Service's ports", securityGroupNameField)
+		notes = append(notes, func() {
+			p.warn(svc, EventReasonSecurityGroupNotConfigured,
+				"azure.json %s is empty: azlb writes no security rule, and a Standard load balancer is closed until a network security group allows the Service's ports", securityGroupNameField)
+		})
 	}
-	return acc, nil
+	return acc, notes, nil
+}
+
+// closedFamilies are the Service's families its valid source ranges leave
+// without a source (only ranges of the other family, no service tag),
+// when the Service restricts its sources.
+func closedFamilies(acc *accesscontrol.Access, families []v1.IPFamily) []string {
+	if acc.Disabled || !acc.RangesSet || len(acc.Tags) > 0 || acc.Invalid() {
+		return nil
+	}
+	var out []string
+	for _, fam := range families {
+		if len(acc.Ranges[fam]) == 0 {
+			out = append(out, string(fam))
+		}
+	}
+	if len(out) == len(families) && len(acc.Ranges[v1.IPv4Protocol])+len(acc.Ranges[v1.IPv6Protocol]) == 0 {
+		return nil // no valid range at all: the invalid ones are reported
+	}
+	return out
 }
 
 // securityPorts are the ports the Service's rules cover: its ports
@@ -152,6 +198,16 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 	if p.sg == nil {
 		return nil
 	}
+	return p.sg.Begin(ctx, p.securityEdit(ctx, svc, spec, acc, frontends, nodes, released))
+}
+
+// securityEdit is the Service's NSG change: what it may hold leaves every
+// rule (released: addresses of its frontends now), and it gets the rules
+// its access settings call for on its frontend addresses (frontends, by
+// family) or, floating IP off, on the nodes' addresses. No spec: it only
+// leaves (a delete).
+func (p *Provider) securityEdit(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
+	frontends map[v1.IPFamily]string, nodes []*v1.Node, released []string) securitygroup.Edit {
 	nodeIPs := p.nodeAddrs.addresses(p.eligibleNodes(p.freshNodes(nodes)))
 	// Its node ports leave every node, eligible or not: a node that
 	// became ineligible (excluded, deleted) may still be in a rule.
@@ -178,7 +234,7 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 		edit.Allow, edit.Deny = acc.Grants(securityPorts(svc, spec), dsts)
 	}
 	p.addCoTenantGrants(ctx, svc, &edit)
-	return p.sg.Begin(ctx, edit)
+	return edit
 }
 
 // finishSecurityRules waits for the change beginSecurityRules queued and

@@ -265,9 +265,8 @@ func serviceNameOfBase(lookup func(string) *v1.Service, base string) string {
 // precheckSharedIP checks, on the cached copy of the load balancer the
 // Service goes to, whether it shares an IP (another Service's frontend has
 // its address, or another Service uses its frontend) and whether its ports
-// overlap another's there. An overlap is a Warning event and an error
-// before anything is written; the load balancer write checks again on what
-// Azure holds.
+// overlap another's there. An overlap refuses the Service before anything
+// is written; the load balancer write checks again on what Azure holds.
 func (p *Provider) precheckSharedIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, lbName string, inputs []frontendInput) (bool, error) {
 	lb, err := p.store.Get(ctx, lbName)
 	if err != nil || lb == nil {
@@ -297,8 +296,7 @@ func (p *Provider) precheckSharedIP(ctx context.Context, svc *v1.Service, spec *
 				Service: names.ServiceKey(svc), Other: serviceNameOfBase(lookup, names.ServiceBaseOf(ruleNameOf(other))), Address: in.address,
 				Protocol: string(ptr.Deref(mine.Properties.Protocol, "")), Port: ptr.Deref(mine.Properties.FrontendPort, 0),
 			}
-			p.warn(svc, EventReasonSharedIPPortConflict, "%v; nothing is written for the Service", err)
-			return true, err
+			return true, refusef(EventReasonSharedIPPortConflict, err, "%v; nothing is written for the Service", err)
 		}
 	}
 	return sharing, nil
