@@ -47,6 +47,9 @@ type access struct {
 	// restricted: the Service restricts its sources by any of the inputs
 	// (security-groups.md, Setting it up).
 	restricted bool
+	// sourcesGiven: some range or service tag is given (valid or not):
+	// deny-all takes effect only then.
+	sourcesGiven bool
 }
 
 // hasSources: some valid range (of any family) or tag.
@@ -101,12 +104,19 @@ func parseAccess(svc *v1.Service) (a *access, reason string) {
 	a = &access{ranges: map[v1.IPFamily][]string{}}
 	ann := svc.Annotations
 	var bad []string
+	// A set but blank access annotation fails closed (security-groups.md,
+	// Details): a blank boolean is no value; deny-all counts as asked for,
+	// no NSG rule as not.
+	var blank []string
 	boolean := func(key string) bool {
 		v, ok := ann[key]
 		if !ok {
 			return false
 		}
 		switch t := strings.TrimSpace(v); {
+		case t == "":
+			blank = append(blank, fmt.Sprintf("%s %q (blank)", key, v))
+			return key == keyDenyAllExcept
 		case strings.EqualFold(t, "true"):
 			return true
 		case strings.EqualFold(t, "false"):
@@ -118,27 +128,38 @@ func parseAccess(svc *v1.Service) (a *access, reason string) {
 	a.denyAll = boolean(keyDenyAllExcept)
 	a.disabled = boolean(keyDisableNSGRule)
 	if len(bad) > 0 {
-		return nil, strings.Join(bad, "; ") + ": security-groups.md does not say what azlb does with it"
+		return nil, "refused (InvalidLoadBalancerAnnotation): " + strings.Join(bad, "; ") + ": azlb writes nothing for it"
 	}
+	a.invalid = append(a.invalid, blank...)
 
 	var annRanges []string
 	var annKeys []string
+	blankRanges := false
 	for _, key := range []string{keyAllowedIPRanges, keyLegacySourceRanges} {
-		if v := ann[key]; strings.TrimSpace(v) != "" {
+		v, ok := ann[key]
+		switch {
+		case !ok:
+		case strings.TrimSpace(v) == "":
+			a.invalid = append(a.invalid, fmt.Sprintf("%s %q (blank)", key, v))
+			blankRanges = true
+		default:
 			annRanges = append(annRanges, strings.Split(v, ",")...)
 			annKeys = append(annKeys, key)
 		}
 	}
 	if len(svc.Spec.LoadBalancerSourceRanges) > 0 && len(annKeys) > 0 {
-		return nil, fmt.Sprintf("source ranges both in spec.loadBalancerSourceRanges and in %s (ConflictingAccessConfiguration): azlb writes nothing for it until one is removed",
+		return nil, fmt.Sprintf("refused (ConflictingAccessConfiguration): source ranges both in spec.loadBalancerSourceRanges and in %s: azlb writes nothing for it until one is removed",
 			strings.Join(annKeys, " and "))
 	}
 	ranges := append(slices.Clone(svc.Spec.LoadBalancerSourceRanges), annRanges...)
 	var tags []string
-	if v := ann[keyAllowedServiceTags]; strings.TrimSpace(v) != "" {
+	if v, ok := ann[keyAllowedServiceTags]; ok && strings.TrimSpace(v) == "" {
+		a.invalid = append(a.invalid, fmt.Sprintf("%s %q (blank)", keyAllowedServiceTags, v))
+	} else if ok {
 		tags = strings.Split(v, ",")
 	}
-	a.restricted = len(ranges) > 0 || len(tags) > 0 || a.denyAll
+	a.restricted = len(ranges) > 0 || len(tags) > 0 || a.denyAll || blankRanges || len(a.invalid) > 0
+	a.sourcesGiven = len(ranges) > 0 || len(tags) > 0 || blankRanges
 
 	byFam := map[v1.IPFamily][]netip.Prefix{}
 	for _, r := range ranges {
@@ -174,10 +195,10 @@ func parseAccess(svc *v1.Service) (a *access, reason string) {
 }
 
 // parseRange: a CIDR, trimmed, without host bits; not a bare address, not
-// empty.
+// empty, not an IPv4-mapped IPv6 range, no zone.
 func parseRange(s string) (netip.Prefix, bool) {
 	p, err := netip.ParsePrefix(strings.TrimSpace(s))
-	if err != nil || p != p.Masked() {
+	if err != nil || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
 		return netip.Prefix{}, false
 	}
 	return p, true

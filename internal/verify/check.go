@@ -43,17 +43,23 @@ func Check(s *Snapshot) *Report {
 		checkPodMode(s, r)
 	case nicBased(s.Config):
 		r.Mode = "NIC-based pools"
-		checkSecurityGroupConfig(s, r)
-		newNodeMode(s, r).check()
-		checkPrivateLinks(s, r)
+		checkNodeMode(s, r)
 	default:
 		r.Mode = "IP-based pools"
-		checkSecurityGroupConfig(s, r)
-		newNodeMode(s, r).check()
-		checkPrivateLinks(s, r)
+		checkNodeMode(s, r)
 	}
 	r.sort()
 	return r
+}
+
+// checkNodeMode checks node-pool load balancing: the security group, the
+// Services, the load balancers and the Private Link Services (those of the
+// Services azlb refuses are left as they are).
+func checkNodeMode(s *Snapshot, r *Report) {
+	checkSecurityGroupConfig(s, r)
+	m := newNodeMode(s, r)
+	m.check()
+	checkPrivateLinks(s, r, m.refused)
 }
 
 // checkClassNames warns, as the controller does, when azlb serves a class

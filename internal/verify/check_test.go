@@ -233,6 +233,8 @@ func TestIPBasedFindings(t *testing.T) {
 		}, []string{"uses public IP kubernetes-" + webBase + ", want mine"}},
 		{"a requested address", func(s *Snapshot) {
 			s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-ipv4": "20.0.0.9"}
+			s.PublicIPs = append(s.PublicIPs, &armnetwork.PublicIPAddress{ID: ptr.To("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/other"),
+				Name: ptr.To("other"), Properties: &armnetwork.PublicIPAddressPropertiesFormat{IPAddress: ptr.To("20.0.0.9")}})
 		}, []string{"want the public IP with address 20.0.0.9"}},
 	}
 	for _, tc := range tests {
@@ -267,7 +269,7 @@ func TestInvalidAnnotationsAreListedAsSkipped(t *testing.T) {
 	if err := r.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "SKIP  service default/web: invalid annotations") || !strings.Contains(out.String(), "clean") {
+	if !strings.Contains(out.String(), "SKIP  service default/web: refused (InvalidLoadBalancerAnnotation): invalid annotations") || !strings.Contains(out.String(), "clean") {
 		t.Fatalf("output:\n%s", out.String())
 	}
 }
@@ -299,9 +301,19 @@ func TestMultipleLoadBalancers(t *testing.T) {
 	t.Run("a Service whose annotation names another configuration", func(t *testing.T) {
 		s := multiFixture()
 		s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-2"}
+		s.Namespaces["default"] = map[string]string{"team": "b"}
 		r := Check(s)
 		if len(r.Findings) != 1 || !strings.Contains(findings(r), "is on load balancer kubernetes, but service.beta.kubernetes.io/azure-load-balancer-configurations names only lb-2") {
 			t.Fatalf("%s", findings(r))
+		}
+	})
+	// Issue 37, item 6: a documented refusal is one SKIP line, never drift.
+	t.Run("a Service no configuration accepts is refused", func(t *testing.T) {
+		s := multiFixture()
+		s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-2"}
+		r := Check(s)
+		if !r.Clean() || len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0].Message, "refused (LoadBalancerPlacementFailed)") {
+			t.Fatalf("findings:\n%s\nskipped: %v", findings(r), r.Skipped)
 		}
 	})
 	t.Run("a Local Service gets its dedicated pool of endpoint nodes", func(t *testing.T) {

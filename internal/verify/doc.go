@@ -40,9 +40,11 @@
 //   - What the documentation leaves open is not a finding: where a Service
 //     is placed among eligible load balancers (history decides), members of
 //     a cluster pool no rule uses, a NIC-based member whose VM is not running
-//     (it may stay), Services whose annotations are invalid or that
-//     pod-based load balancing refuses (nothing is written for them; they
-//     are listed as skipped).
+//     (it may stay), Services azlb refuses (load-balancers.md, Which
+//     Services are refused; refusals.go derives each from the pages and
+//     what Azure holds) or that pod-based load balancing refuses: nothing
+//     is written for them, each is one skipped line naming the reason, and
+//     what such a Service had before is left alone.
 //   - Objects not azlb's are never findings: load balancers that are not
 //     managed (docs/load-balancers.md: Standard ones with the cluster pool or
 //     the cluster tag, and the configured names), public IPs without both of

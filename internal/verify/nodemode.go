@@ -49,6 +49,11 @@ type nodeMode struct {
 	// nsg collects what the network security group must hold; nil when
 	// there is none to check (security-groups.md).
 	nsg *nsgCheck
+	// claimed: lower-cased load balancer -> lower-cased pools of Services
+	// not judged (refused: what they have is left as it is).
+	claimed map[string]map[string]bool
+	// refused: lower-cased keys of the Services azlb refuses.
+	refused map[string]bool
 }
 
 type localPool struct {
@@ -70,6 +75,7 @@ func newNodeMode(s *Snapshot, r *Report) *nodeMode {
 		bases:     map[string]string{}, referencedPIPs: map[string]string{},
 		localPools: map[string]map[string]localPool{},
 		nsg:        newNSGCheck(s),
+		claimed:    map[string]map[string]bool{}, refused: map[string]bool{},
 	}
 	if cfg.VnetName != "" {
 		m.vnetID = names.VirtualNetworkID(cfg.NetworkSubscriptionID(), cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup), cfg.VnetName)
@@ -210,22 +216,31 @@ func (m *nodeMode) checkService(svc *v1.Service) {
 	m.bases[base] = svc.Namespace + "/" + svc.Name
 	spec, err := annotations.Parse(svc)
 	if err != nil {
-		m.r.skip(obj, "invalid annotations, azlb writes nothing for it until they are fixed: %v", err)
+		m.r.skip(obj, "refused (InvalidLoadBalancerAnnotation): invalid annotations, azlb writes nothing for it until they are fixed: %v", oneLine(err))
 		m.noteFrontendPIPs(svc, base)
 		m.nsgClaim(svc, base)
+		m.claimPools(svc)
+		m.refused[lower(svc.Namespace+"/"+svc.Name)] = true
 		return
 	}
 	if why := refusedPorts(svc, spec); why != "" {
 		m.r.skip(obj, "%s", why)
 		m.noteFrontendPIPs(svc, base)
 		m.nsgClaim(svc, base)
+		m.claimPools(svc)
+		m.refused[lower(svc.Namespace+"/"+svc.Name)] = true
 		return
 	}
 	acc, why := m.accessOf(spec, svc)
+	if why == "" {
+		why = m.refusal(svc, spec, acc, base)
+	}
 	if why != "" {
 		m.r.skip(obj, "%s", why)
 		m.noteFrontendPIPs(svc, base)
 		m.nsgClaim(svc, base)
+		m.claimPools(svc)
+		m.refused[lower(svc.Namespace+"/"+svc.Name)] = true
 		return
 	}
 	found := m.serviceFrontends(base)
@@ -336,16 +351,36 @@ func (m *nodeMode) accessOf(spec *annotations.ServiceSpec, svc *v1.Service) (*ac
 	switch {
 	case why != "":
 		return nil, why
-	case acc.denyAll && !spec.EnableFloatingIP:
-		return nil, keyDenyAllExcept + " with floating IP off (" + annotations.KeyDisableFloatingIP +
-			", ConflictingAccessConfiguration): azlb writes nothing for it"
-	case len(acc.invalid) > 0 && !acc.disabled && !spec.EnableFloatingIP:
-		return nil, "an invalid source range or service tag with floating IP off (" + annotations.KeyDisableFloatingIP +
-			", ConflictingAccessConfiguration: failing closed would need a deny-all on the nodes): azlb writes nothing for it"
-	case m.cfg.SecurityGroupName == "" && acc.restricted && !acc.disabled:
-		return nil, "restricts its sources but azure.json names no securityGroupName (SecurityGroupNotConfigured): azlb writes nothing for it"
+	case acc.disabled:
+	case acc.denyAll && acc.sourcesGiven && !spec.EnableFloatingIP:
+		return nil, "refused (ConflictingAccessConfiguration): " + keyDenyAllExcept + " with floating IP off (" + annotations.KeyDisableFloatingIP +
+			"): azlb writes nothing for it"
+	case len(acc.invalid) > 0 && !spec.EnableFloatingIP:
+		return nil, "refused (ConflictingAccessConfiguration): an invalid (or blank) source range, service tag or access annotation with floating IP off (" +
+			annotations.KeyDisableFloatingIP + ": failing closed would need a deny-all on the nodes): azlb writes nothing for it"
+	}
+	if m.cfg.SecurityGroupName == "" && acc.restricted && !acc.disabled {
+		return nil, "refused (SecurityGroupNotConfigured): restricts its sources but azure.json names no securityGroupName: azlb writes nothing for it"
 	}
 	return acc, ""
+}
+
+// claimPools records the dedicated pools a skipped Service has on any
+// managed load balancer (a Local Service served before its change was
+// refused keeps them), so they are not reported as leftovers.
+func (m *nodeMode) claimPools(svc *v1.Service) {
+	for lbName, lb := range m.managed {
+		for _, p := range poolsOf(lb) {
+			for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+				if n := ptr.Deref(p.Name, ""); strings.EqualFold(n, names.LocalServicePool(svc.Namespace, svc.Name, fam)) {
+					if m.claimed[lbName] == nil {
+						m.claimed[lbName] = map[string]bool{}
+					}
+					m.claimed[lbName][lower(n)] = true
+				}
+			}
+		}
+	}
 }
 
 // noteFrontendPIPs records the public IPs a skipped Service's frontends
@@ -650,7 +685,7 @@ func refusedPorts(svc *v1.Service, spec *annotations.ServiceSpec) string {
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP && p.Protocol != "" {
-			return fmt.Sprintf("port %d has protocol %s, which Azure Load Balancer rules do not carry (TCP or UDP)", p.Port, p.Protocol)
+			return fmt.Sprintf("refused (UnsupportedProtocol): port %d has protocol %s, which Azure Load Balancer rules do not carry (TCP or UDP)", p.Port, p.Protocol)
 		}
 	}
 	for _, p := range svc.Spec.Ports {
@@ -659,7 +694,7 @@ func refusedPorts(svc *v1.Service, spec *annotations.ServiceSpec) string {
 		}
 		for _, fam := range families(svc) {
 			if !portFloatingIP(spec, fam) {
-				return fmt.Sprintf("port %d has no node port (allocateLoadBalancerNodePorts is false) and its rule has floating IP off: azlb refuses the Service", p.Port)
+				return fmt.Sprintf("refused (MissingNodePort): port %d has no node port (allocateLoadBalancerNodePorts is false) and its rule has floating IP off", p.Port)
 			}
 		}
 	}

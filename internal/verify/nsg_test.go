@@ -323,17 +323,18 @@ func TestNSGSkips(t *testing.T) {
 		{"conflict", func(s *Snapshot) {
 			s.Services[0].Spec.LoadBalancerSourceRanges = l("10.0.0.0/24")
 			annotate(s, "service.beta.kubernetes.io/load-balancer-source-ranges", "10.1.0.0/16")
-		}, "service default/web: source ranges both in spec.loadBalancerSourceRanges and in service.beta.kubernetes.io/load-balancer-source-ranges (ConflictingAccessConfiguration): azlb writes nothing for it until one is removed"},
+		}, "service default/web: refused (ConflictingAccessConfiguration): source ranges both in spec.loadBalancerSourceRanges and in service.beta.kubernetes.io/load-balancer-source-ranges: azlb writes nothing for it until one is removed"},
 		{"deny-all, floating IP off", func(s *Snapshot) {
 			floatingOff(s)
 			annotate(s, keyDeny, "true")
-		}, "service default/web: " + keyDeny + " with floating IP off (service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip, ConflictingAccessConfiguration): azlb writes nothing for it"},
+			s.Services[0].Spec.LoadBalancerSourceRanges = l("10.0.0.0/24")
+		}, "service default/web: refused (ConflictingAccessConfiguration): " + keyDeny + " with floating IP off (service.beta.kubernetes.io/azure-disable-load-balancer-floating-ip): azlb writes nothing for it"},
 		{"no security group", func(s *Snapshot) {
 			s.Config.SecurityGroupName, s.SecurityGroup = "", nil
 			annotate(s, keyTags, "AzureFrontDoor.Backend")
-		}, "service default/web: restricts its sources but azure.json names no securityGroupName (SecurityGroupNotConfigured): azlb writes nothing for it"},
-		{"not a boolean", func(s *Snapshot) { annotate(s, keyDisabled, "") },
-			`service default/web: ` + keyDisabled + `: "" is not a boolean: security-groups.md does not say what azlb does with it`},
+		}, "service default/web: refused (SecurityGroupNotConfigured): restricts its sources but azure.json names no securityGroupName: azlb writes nothing for it"},
+		{"not a boolean", func(s *Snapshot) { annotate(s, keyDisabled, "1") },
+			`service default/web: refused (InvalidLoadBalancerAnnotation): ` + keyDisabled + `: "1" is not a boolean: azlb writes nothing for it`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -67,7 +67,7 @@ func (m *nodeMode) checkLeftovers(lb *armnetwork.LoadBalancer) {
 		if m.isClusterPool(n) {
 			continue
 		}
-		if _, ok := local[lower(n)]; ok {
+		if _, ok := local[lower(n)]; ok || m.claimed[lower(name)][lower(n)] {
 			continue
 		}
 		m.r.add(obj, "multiple-load-balancers.md#externaltrafficpolicylocal-services",

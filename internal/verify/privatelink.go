@@ -30,6 +30,36 @@ func collectPrivateLinks(ctx context.Context, cfg *config.Config, clients *azure
 	return privatelink.ListAll(ctx, c, privatelink.ResourceGroups(plsResourceGroup(cfg), svcs))
 }
 
+// collectNATSubnets reads the NAT subnet of every Service that asks for a
+// Private Link Service (private-link.md: azlb reads it before it writes
+// anything), once each.
+func collectNATSubnets(ctx context.Context, cfg *config.Config, clients *azure.Clients, svcs []*v1.Service) (map[string]*armnetwork.Subnet, error) {
+	out := map[string]*armnetwork.Subnet{}
+	if cfg.VnetName == "" {
+		return out, nil
+	}
+	rg := cmpOr(cfg.VnetResourceGroup, cfg.ResourceGroup)
+	for _, svc := range svcs {
+		spec, err := privatelink.Parse(svc.Annotations, privatelink.Defaults{ResourceGroup: plsResourceGroup(cfg), Subnet: plsSubnet(cfg, svc)})
+		if svc.Spec.Type != v1.ServiceTypeLoadBalancer || err != nil || !spec.Create || spec.Subnet == "" {
+			continue
+		}
+		id := lower(subnetIDOf(cfg, spec.Subnet))
+		if _, ok := out[id]; ok {
+			continue
+		}
+		sn, err := clients.Subnet.Get(ctx, rg, cfg.VnetName, spec.Subnet)
+		switch {
+		case azure.Classify(err) == azure.ClassStale:
+			sn = nil
+		case err != nil:
+			return nil, fmt.Errorf("read NAT subnet %s: %w", spec.Subnet, err)
+		}
+		out[id] = sn
+	}
+	return out, nil
+}
+
 func plsResourceGroup(cfg *config.Config) string {
 	return cmpOr(cfg.PrivateLinkServiceResourceGroup, cfg.ResourceGroup)
 }
@@ -52,7 +82,7 @@ func checkOrphanPLS(r *Report, obj, owner, feID string, lb *armnetwork.LoadBalan
 // match its owning Service's azure-pls-* annotations, and go with its
 // Service (unless other Services still use its frontend); a Service that
 // asks for one must have one on its frontend.
-func checkPrivateLinks(s *Snapshot, r *Report) {
+func checkPrivateLinks(s *Snapshot, r *Report, refused map[string]bool) {
 	cfg := s.Config
 	byKey := map[string]*v1.Service{}
 	for _, svc := range s.Services {
@@ -83,8 +113,8 @@ func checkPrivateLinks(s *Snapshot, r *Report) {
 			checkOrphanPLS(r, obj, owner, feID, lb, feExists)
 			continue
 		}
-		if !s.Class.Owns(svc) || svc.DeletionTimestamp != nil {
-			continue
+		if !s.Class.Owns(svc) || svc.DeletionTimestamp != nil || refused[lower(owner)] {
+			continue // a refused Service keeps what it had (its SKIP line says why)
 		}
 		if !feExists {
 			r.add(obj, docPrivateLink+"#lifetime", "serves frontend %s, which does not exist (Service %s)", feID, owner)
@@ -117,15 +147,15 @@ func checkPrivateLinks(s *Snapshot, r *Report) {
 		}
 	}
 
-	checkWantedPLS(s, r, served)
+	checkWantedPLS(s, r, served, refused)
 }
 
 // checkWantedPLS: a Service that asks for a Private Link Service has one
 // on its IPv4 frontend (served: the frontends this cluster's serve).
-func checkWantedPLS(s *Snapshot, r *Report, served map[string]bool) {
+func checkWantedPLS(s *Snapshot, r *Report, served, refused map[string]bool) {
 	cfg := s.Config
 	for _, svc := range s.Services {
-		if svc.Spec.Type != v1.ServiceTypeLoadBalancer || !s.Class.Owns(svc) || svc.DeletionTimestamp != nil {
+		if svc.Spec.Type != v1.ServiceTypeLoadBalancer || !s.Class.Owns(svc) || svc.DeletionTimestamp != nil || refused[lower(svc.Namespace+"/"+svc.Name)] {
 			continue
 		}
 		pspec, err := privatelink.Parse(svc.Annotations, privatelink.Defaults{ResourceGroup: plsResourceGroup(cfg), Subnet: plsSubnet(cfg, svc)})

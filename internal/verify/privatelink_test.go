@@ -35,7 +35,7 @@ func plsFixture(t *testing.T) (*Snapshot, *v1.Service, *armnetwork.PrivateLinkSe
 
 func plsFindings(s *Snapshot) []string {
 	r := &Report{}
-	checkPrivateLinks(s, r)
+	checkPrivateLinks(s, r, nil)
 	var out []string
 	for _, f := range r.Findings {
 		out = append(out, f.String())

@@ -54,6 +54,10 @@ type Snapshot struct {
 	// PrivateLinks are the Private Link Services of the resource groups
 	// the cluster's may be in (privatelink.go), in the node-pool modes.
 	PrivateLinks []*armnetwork.PrivateLinkService
+	// Subnets are the NAT subnets of the Services that ask for a Private
+	// Link Service, by lower-cased id (nil: it does not exist), in the
+	// node-pool modes; a subnet not read is not judged.
+	Subnets map[string]*armnetwork.Subnet
 }
 
 // VM is what NIC-based pools need to know about a node's VM.
@@ -130,6 +134,9 @@ func Collect(ctx context.Context, cfg *config.Config, clients *azure.Clients, ku
 	}
 	if !cfg.ServiceGatewayEnabled {
 		if s.PrivateLinks, err = collectPrivateLinks(ctx, cfg, clients, s.Services); err != nil {
+			return nil, err
+		}
+		if s.Subnets, err = collectNATSubnets(ctx, cfg, clients, s.Services); err != nil {
 			return nil, err
 		}
 	}
