@@ -22,6 +22,12 @@
 //     the PLS. Before a PLS write, the NAT subnet's
 //     privateLinkServiceNetworkPolicies is set to Disabled when it is not
 //     (SubnetClient), once per subnet per Store.
+//   - Manager.Check vets a Service's settings as Reconcile would (writing
+//     nothing, recording no event): the annotations, the frontend, the
+//     ownership and name rules, and the NAT subnet, read from Azure (it
+//     must exist; static NAT addresses must be usable in it; kept until an
+//     Invalidate), so the Service reconcile refuses a Service whole before
+//     its first write.
 //   - Manager applies the ownership rules: the Service that created a PLS
 //     owns it (tags); other Services on the frontend share it and may not
 //     configure their own; a PLS keeps its name; a name another frontend's
