@@ -146,7 +146,35 @@ func (r *replica) start(t testing.TB) {
 			return
 		}
 		testutil.CheckControllerLog(t, "replica "+r.name, log)
+		if t.Failed() {
+			keepLog(t, logPath)
+		}
 	})
+}
+
+// keepLog copies a failed test's replica log where it outlives the work
+// directory (removed at the end of the run unless AZLB_CHAOS_KEEP):
+// AZLB_CHAOS_OUT/logs (make chaos), else a directory of its own under the
+// system's temporary directory, named in the test's log.
+func keepLog(t testing.TB, path string) {
+	t.Helper()
+	dir := os.Getenv("AZLB_CHAOS_OUT")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "azlb-chaos-logs")
+	}
+	dir = filepath.Join(dir, "logs")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		kept := filepath.Join(dir, filepath.Base(path))
+		if err = os.WriteFile(kept, b, 0o644); err == nil {
+			t.Logf("the replica's log is kept in %s", kept)
+			return
+		}
+	}
+	t.Logf("keeping the replica's log %s: %v", path, err)
 }
 
 // restart starts the replica again after it stopped or was killed.
@@ -232,7 +260,8 @@ func (c *checker) check(ctx context.Context) (*verify.Report, error) {
 func (c *checker) waitClean(t testing.TB, bound time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var last *verify.Report
+	var last, lastUnclean *verify.Report
+	var lastUncleanAt time.Duration
 	var lastErr error
 	checks := 0
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, bound, true, func(ctx context.Context) (bool, error) {
@@ -243,10 +272,19 @@ func (c *checker) waitClean(t testing.TB, bound time.Duration) time.Duration {
 		checks++
 		if rep != nil {
 			last = rep // the last report: a check whose reads failed has none
+			if !rep.Clean() {
+				lastUnclean, lastUncleanAt = rep, time.Since(start)
+			}
 		}
 		lastErr = err
 		return err == nil && rep.Clean(), nil
 	})
+	if err == nil && lastUnclean != nil && lastUncleanAt > 10*time.Second {
+		// What took long (make chaos's figures: time to clean).
+		for _, f := range lastUnclean.Findings {
+			t.Logf("still a finding %v after the start of the wait: %s", lastUncleanAt.Round(time.Second), f)
+		}
+	}
 	if err != nil {
 		// One line per finding, each with this file's prefix, so that
 		// make test's filtered output keeps them.
