@@ -188,22 +188,27 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 // serviceSpec parses the Service's annotations and checks what its spec
 // asks for: an invalid annotation or a rule without its node port refuses
 // it (a *Refusal); unsupported annotations and settings Azure cannot apply
-// are Warning events, once per generation.
-func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.ServiceSpec, []v1.IPFamily, error) {
+// are the notes returned (Warning events once per generation, recorded
+// when the plan is written).
+func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.ServiceSpec, []v1.IPFamily, []func(), error) {
 	spec, err := annotations.Parse(svc)
 	if err != nil {
-		return nil, nil, refusef(EventReasonInvalidAnnotation, err, "Invalid load balancer annotations: %v", err)
+		return nil, nil, nil, refusef(EventReasonInvalidAnnotation, err, "Invalid load balancer annotations: %v", err)
 	}
 	if len(spec.Unsupported) > 0 {
 		log.V(2).Info("Ignoring annotations azlb does not interpret", "annotations", spec.Unsupported)
 	}
-	p.reportUnsupported(svc, spec.Unsupported)
 	families := serviceFamilies(svc)
-	if err := p.checkNodePorts(svc, spec, families, strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared")); err != nil {
-		return nil, nil, err
+	unprobed, err := p.checkNodePorts(svc, spec, families, strings.EqualFold(p.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared"))
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	p.checkAffinityTimeout(svc)
-	return spec, families, nil
+	notes := []func(){
+		func() { p.reportUnsupported(svc, spec.Unsupported) },
+		func() { p.reportUnprobed(svc, unprobed) },
+		func() { p.checkAffinityTimeout(svc) },
+	}
+	return spec, families, notes, nil
 }
 
 // lbstoreUpdate are the options of a Service reconcile's load balancer

@@ -45,10 +45,10 @@ func (p *Provider) checkAffinityTimeout(svc *v1.Service) {
 // port does not have: with floating IP off (and on an internal Service's
 // IPv6 frontend, whose rules always have it off) a rule's backend port is
 // the NodePort, which spec.allocateLoadBalancerNodePorts: false leaves at
-// 0. It warns when a port's default probe is on a missing node port (the
-// rule then has no probe, so every node takes new flows, ready or not),
-// once per generation of the Service and set of ports.
-func (p *Provider) checkNodePorts(svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily, sharedProbe bool) error {
+// 0. It returns the ports whose default probe is on a missing node port
+// (the rule then has no probe, so every node takes new flows, ready or
+// not): reportUnprobed tells the Service.
+func (p *Provider) checkNodePorts(svc *v1.Service, spec *annotations.ServiceSpec, families []v1.IPFamily, sharedProbe bool) ([]string, error) {
 	var missing, unprobed []string
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
 	for i, port := range svc.Spec.Ports {
@@ -73,11 +73,16 @@ func (p *Provider) checkNodePorts(svc *v1.Service, spec *annotations.ServiceSpec
 	if len(missing) > 0 {
 		err := fmt.Errorf("%s: no node port (spec.allocateLoadBalancerNodePorts is false), and the load balancer rule of a port with floating IP off sends to the node port; allocate node ports or leave floating IP on",
 			strings.Join(missing, ", "))
-		return refuse(EventReasonMissingNodePort, err)
+		return nil, refuse(EventReasonMissingNodePort, err)
 	}
+	return unprobed, nil
+}
+
+// reportUnprobed warns, once per generation of the Service and set of
+// ports, of ports whose default probe is on a missing node port.
+func (p *Provider) reportUnprobed(svc *v1.Service, unprobed []string) {
 	if p.unprobedTold.ShouldReport(svc, unprobed) {
 		p.warn(svc, EventReasonNoHealthProbe, "%s: no node port (spec.allocateLoadBalancerNodePorts is false) for the default health probe, so the rule has none and every node takes new connections; set %s to a port that answers, or allocate node ports",
 			strings.Join(unprobed, ", "), annotations.Prefix+"port_<port>_health-probe_port")
 	}
-	return nil
 }

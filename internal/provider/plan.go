@@ -127,7 +127,7 @@ func (p *Provider) reconcile(ctx context.Context, caller string, svc *v1.Service
 // release it.
 func (p *Provider) plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*servicePlan, error) {
 	pl := &servicePlan{svc: svc}
-	spec, families, err := p.serviceSpec(logger(ctx).WithValues("service", names.ServiceKey(svc)), svc)
+	spec, families, notes, err := p.serviceSpec(logger(ctx).WithValues("service", names.ServiceKey(svc)), svc)
 	if err != nil {
 		return pl, err
 	}
@@ -135,9 +135,11 @@ func (p *Provider) plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node) 
 	if err := checkProtocols(svc, spec); err != nil {
 		return pl, err
 	}
-	if pl.access, pl.notes, err = p.accessOf(svc, spec, families); err != nil {
+	access, accessNotes, err := p.accessOf(svc, spec, families)
+	if err != nil {
 		return pl, err
 	}
+	pl.access, pl.notes = access, append(notes, accessNotes...)
 	if pl.previous, err = p.serviceFrontends(ctx, names.FrontendBase(svc)); err != nil {
 		return pl, err
 	}
@@ -295,7 +297,15 @@ func (p *Provider) checkSecurityRules(ctx context.Context, pl *servicePlan, node
 		}
 		frontends[in.family] = a
 	}
-	edit := p.securityEdit(ctx, pl.svc, pl.spec, pl.access, frontends, nodes, nil)
+	// The Service's addresses now leave its rules first (as the write
+	// releases them), so a change of its sources is not counted twice.
+	var released []string
+	for _, f := range pl.previous {
+		if a := p.frontendAddress(f.fe); a != "" {
+			released = append(released, a)
+		}
+	}
+	edit := p.securityEdit(ctx, pl.svc, pl.spec, pl.access, frontends, nodes, released)
 	err := p.sg.Check(ctx, edit)
 	var le *securitygroup.LimitError
 	var nf *securitygroup.NotFoundError
