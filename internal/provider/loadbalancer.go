@@ -418,20 +418,24 @@ func (p *Provider) removeFromLBs(ctx context.Context, caller string, svc *v1.Ser
 		}
 		// Private Link Services of the frontends this write removes go
 		// first: Azure refuses to remove a frontend one uses.
+		liveBase := p.liveBases()
+		live := func(b string) bool { return liveBase(b) != nil }
 		var leaving []string
 		for _, fe := range lb.Properties.FrontendIPConfigurations {
 			if names.Owns(base, feNameOf(fe)) && !usedByOthers(lb, base, fe) && fe.ID != nil {
 				leaving = append(leaving, *fe.ID)
 			}
 		}
+		// And a shared frontend whose owner is gone, of which this
+		// Service is the last user (found by the differential test).
+		leaving = append(leaving, orphanedFrontendIDs(lb, base, nil, live)...)
 		if err := p.releasePrivateLinks(ctx, p.pls, svc, leaving); err != nil {
 			return err
 		}
 		var orphans []*armnetwork.FrontendIPConfiguration
 		kept := false
-		liveBase := p.liveBases()
 		if _, err := p.store.UpdateLB(ctx, caller, name, lbstore.UpdateOptions{}, func(lb *armnetwork.LoadBalancer) (bool, error) {
-			changed, removed := applySharedService(lb, base, nil, nil, localPoolNames(svc), nil, func(b string) bool { return liveBase(b) != nil })
+			changed, removed := applySharedService(lb, base, nil, nil, localPoolNames(svc), nil, live)
 			orphans, kept = removed, hasOwnedFrontend(lb, base)
 			return changed, nil
 		}); err != nil {

@@ -82,6 +82,8 @@ type servicePlan struct {
 	// same order.
 	pips    []*publicIPPlan
 	sharing bool
+	// frontendIDs are the frontends the inputs use (their own, or shared).
+	frontendIDs []string
 
 	unlock []func()
 }
@@ -164,6 +166,7 @@ func (p *Provider) plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node) 
 	if err != nil {
 		return pl, err
 	}
+	pl.frontendIDs = frontendIDs
 	if err := p.checkSecurityRules(ctx, pl, nodes); err != nil {
 		return pl, err
 	}
@@ -491,8 +494,13 @@ func (p *Provider) apply(ctx context.Context, caller string, pl *servicePlan, no
 	// a frontend one uses).
 	if cached, err := p.store.Get(ctx, lbName); err != nil {
 		return nil, err
-	} else if err := p.releasePrivateLinks(ctx, p.pls, svc, droppedFrontendIDs(cached, base, svc, families)); err != nil {
-		return nil, err
+	} else {
+		liveBase := p.liveBases()
+		leaving := append(droppedFrontendIDs(cached, base, svc, families),
+			orphanedFrontendIDs(cached, base, pl.frontendIDs, func(b string) bool { return liveBase(b) != nil })...)
+		if err := p.releasePrivateLinks(ctx, p.pls, svc, leaving); err != nil {
+			return nil, err
+		}
 	}
 	var orphans []*armnetwork.FrontendIPConfiguration
 	changed := false

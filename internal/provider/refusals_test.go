@@ -403,3 +403,41 @@ func TestNoRepairReportedForARefusedWrite(t *testing.T) {
 		}
 	}
 }
+
+// A shared internal frontend keeps its owner's Private Link Service when
+// the owner leaves first (the other Service still uses it); when its last
+// user leaves, the write that removes the frontend is preceded by the
+// Private Link Service's deletion: Azure refuses to remove a frontend a
+// Private Link Service uses (found by the differential test, seed 37).
+func TestSharedFrontendPrivateLinkGoesWithItsLastUser(t *testing.T) {
+	h := newRefusalHarness(t)
+	ctx := context.Background()
+	addr := "10.240.0.200"
+	owner := testService("owner", "e8111111-2222-3333-4444-555555555555", map[string]string{annotations.KeyInternal: "true",
+		annotations.KeyIPv4: addr, privatelink.KeyCreate: "true"}, 80)
+	user := testService("user", "e9111111-2222-3333-4444-555555555555", map[string]string{annotations.KeyInternal: "true",
+		annotations.KeyIPv4: addr}, 8080)
+	for _, s := range []*v1.Service{owner, user} {
+		if err := h.ensure(t, s); err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+	}
+	h.svcs.remove(owner)
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", owner); err != nil {
+		t.Fatalf("delete the owner: %v", err)
+	}
+	h.svcs.remove(user)
+	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", user); err != nil {
+		t.Fatalf("delete the last user: %v", err)
+	}
+	if lb := h.lb(t, "kubernetes-internal"); lb != nil {
+		t.Errorf("kubernetes-internal left with %d frontends", frontendCount(lb))
+	}
+	all, err := h.p.pls.Manager().Store().List(ctx, devenv.ResourceGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pls := range all {
+		t.Errorf("Private Link Service %s left", ptr.Deref(pls.Name, ""))
+	}
+}

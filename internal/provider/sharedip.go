@@ -682,6 +682,29 @@ func (p *Provider) lockAddresses(keys []string) func() {
 	}
 }
 
+// orphanedFrontendIDs are the ids of the frontends on lb of Services gone
+// (live reports a base's Service) that the Service's rules use, that no
+// other Service's rule uses, and that its rules will not use once they are
+// replaced (keep: the ids they will use): the write removes them with the
+// Service's last rule on them, so their Private Link Services go first
+// (Azure refuses to remove a frontend one uses).
+func orphanedFrontendIDs(lb *armnetwork.LoadBalancer, base string, keep []string, live func(string) bool) []string {
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	used := frontendsOfRules(lb.Properties.LoadBalancingRules, base)
+	var out []string
+	for _, fe := range lb.Properties.FrontendIPConfigurations {
+		name, id := feNameOf(fe), ptr.Deref(fe.ID, "")
+		if id == "" || names.Owns(base, name) || !used[strings.ToLower(id)] || live(names.ServiceBaseOf(name)) ||
+			slices.ContainsFunc(keep, func(k string) bool { return idEqual(k, id) }) || hasOtherRules(lb, base, fe) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
 // droppedFrontendIDs are the ids of the Service's own frontends on lb of
 // families it no longer has (the write removes them), unless another
 // Service uses them.
