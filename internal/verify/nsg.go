@@ -633,6 +633,13 @@ func (ns *nsgService) whyNot(proto, dst string, ports []string) string {
 	return ns.acc.describe(fam, ns.internal)
 }
 
+// deniedByCoTenant: another Service with the address d (a shared IP) calls
+// for a deny-all on it, which covers every port of the address
+// (security-groups.md, Shared IPs).
+func (c *nsgCheck) deniedByCoTenant(ns *nsgService, d string) bool {
+	return slices.ContainsFunc(c.feOwners[d], func(o *nsgService) bool { return o != ns && o.judged && o.denyWant })
+}
+
 // checkDeny: the deny-all rule of each family holds the addresses of the
 // Services that call for one, and none of those whose spec calls for none;
 // it comes after the allow rules of the same destinations; it holds no
@@ -671,7 +678,7 @@ func (c *nsgCheck) checkDeny(r *Report, rules []nsgRule, deny map[v1.IPFamily]ns
 				case ns.denyWant && !held[fam][d]:
 					r.add(serviceObject(ns.svc), docWhoMayConnect, "%s: rule %s does not hold its address %s, want it denied: %s",
 						c.obj, denyRuleName(fam), d, ns.denyWhy)
-				case ns.denyForbidden && held[fam][d]:
+				case ns.denyForbidden && held[fam][d] && !c.deniedByCoTenant(ns, d):
 					why := "nothing in its spec calls for one"
 					if ns.acc.disabled {
 						why = keyDisableNSGRule + " is true: azlb writes no rule for it"
