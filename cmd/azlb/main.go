@@ -3,8 +3,9 @@
 //	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container|basic]
 //	                                                                 start the whole system on this machine
 //	azlb sandbox restart [--dir .sandbox] [--timeout 1m]             restart its controller (azure.json read afresh),
-//	                                                                 wait until it serves; exit 1 with its last log entry
-//	                                                                 if it exits first
+//	                                                                 wait until it serves and an ARM call of it succeeds;
+//	                                                                 exit 1 with its last log entry if it exits first,
+//	                                                                 or with the line of Azure AD's refusal of its secret
 //	azlb sandbox down [--dir .sandbox]                               stop it
 //	azlb sandbox egress-curl [--dir .sandbox] POD [URL]              a pod's HTTP GET through the emulator's data plane,
 //	                                                                 leaving from its egress identity's public IP
@@ -191,7 +192,7 @@ See docs/migration.md. Stop everything with: make sandbox-down
 func sandboxRestart(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sandbox restart", flag.ContinueOnError)
 	dir := fs.String("dir", ".sandbox", "directory of the sandbox")
-	timeout := fs.Duration("timeout", sandbox.ControllerStartTimeout, "how long to wait for the controller to serve /healthz")
+	timeout := fs.Duration("timeout", sandbox.ControllerStartTimeout, "how long to wait for the controller to serve /healthz and make its first successful ARM call")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

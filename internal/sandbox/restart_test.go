@@ -19,8 +19,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/testutil"
 )
 
@@ -87,6 +89,14 @@ func fakeController(mode string, args []string) int {
 	srv.Listener = ln
 	srv.StartTLS()
 	klogLine("I", "Serving securely on 127.0.0.1:%d", port)
+	// Its first ARM call, as the controller's service sync makes one.
+	if clients, err := azure.NewClients(context.Background(), cfg, azure.ClientOptions{Source: "fake"}); err != nil {
+		klogLine("E", "clients: %v", err)
+	} else if _, err := clients.LoadBalancer.List(context.Background(), cfg.ResourceGroup); err != nil {
+		klogLine("E", "list load balancers: %s", strings.ReplaceAll(err.Error(), "\n", " "))
+	} else {
+		klogLine("I", "listed load balancers")
+	}
 	<-stop
 	srv.Close()
 	return 0
@@ -111,7 +121,8 @@ func fakeSandbox(t *testing.T, mode string) (dir, azureJSON string, port int) {
 		t.Fatal(err)
 	}
 	azureJSON = filepath.Join(dir, AzureJSONFile)
-	if err := os.WriteFile(azureJSON, AzureJSON("https://127.0.0.1:1234", writeCA(t, dir)), 0o600); err != nil {
+	env := testutil.StartEmulator(t, emulator.Options{}, nil)
+	if err := os.WriteFile(azureJSON, AzureJSON(env.URL, env.CAFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(controllerCommand{Bin: self, Args: []string{"--cloud-config", azureJSON, "--secure-port", strconv.Itoa(port), "--v=2"}})
@@ -187,6 +198,37 @@ func TestRestartControllerReportsBadAzureJSON(t *testing.T) {
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("took %s to notice the controller exited", d)
+	}
+}
+
+// A controller that serves /healthz with a credential Azure AD refuses (a
+// wrong aadClientSecret: issue 37, item 8) fails the restart with its log
+// line naming the refusal, instead of "restarted and serving" while every
+// ARM call fails.
+func TestRestartControllerWithARefusedSecret(t *testing.T) {
+	dir, azureJSON, _ := fakeSandbox(t, "serve")
+	b, err := os.ReadFile(azureJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(b), `"aadClientSecret": "`+emulator.DefaultClientSecret+`"`, `"aadClientSecret": "not-the-secret"`, 1)
+	if bad == string(b) {
+		t.Fatalf("azure.json has no aadClientSecret %s:\n%s", emulator.DefaultClientSecret, b)
+	}
+	if err := os.WriteFile(azureJSON, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = RestartControllerWithin(context.Background(), dir, 30*time.Second)
+	if err == nil {
+		t.Fatal("restart with a refused secret succeeded")
+	}
+	for _, want := range []string{"Azure AD refuses its credential", "AADSTS7000215", "list load balancers"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "not-the-secret") {
+		t.Errorf("the error shows the secret:\n%v", err)
 	}
 }
 

@@ -207,10 +207,13 @@ func RestartController(dir string) error {
 // RestartControllerWithin is RestartController waiting at most timeout for
 // the controller to come up: it returns nil once the controller answers
 // /healthz on its secure port (which it serves only after loading
-// azure.json and building its cloud), and an error with the controller's
-// last log entry (its last line, with the lines that continue it) when the
+// azure.json and building its cloud) and the emulator has answered one of
+// its ARM calls with success, and an error with the controller's last log
+// entry (its last line, with the lines that continue it) when the
 // controller exits first (a bad azure.json: it dies at once) or the
-// deadline passes (it is left running then).
+// deadline passes (it is left running then), or with its log line naming
+// Azure AD's refusal when its credential is refused (a wrong
+// aadClientSecret: every ARM call would fail).
 func RestartControllerWithin(ctx context.Context, dir string, timeout time.Duration) error {
 	b, err := os.ReadFile(filepath.Join(dir, controllerFile))
 	if err != nil {
@@ -225,10 +228,30 @@ func RestartControllerWithin(ctx context.Context, dir string, timeout time.Durat
 	if err := os.Rename(logPath, logPath+".1"); err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	started := time.Now()
 	if err := c.start(dir, logPath); err != nil {
 		return err
 	}
-	return waitController(ctx, dir, logPath, c.securePort(), timeout)
+	if err := waitController(ctx, dir, logPath, c.securePort(), timeout); err != nil {
+		return err
+	}
+	// Serving /healthz is not serving Services: its credential may be
+	// refused by Azure AD (armready.go).
+	return waitFirstARMCall(ctx, c.cloudConfig(dir), logPath, started, started.Add(timeout))
+}
+
+// cloudConfig is the path of the controller's --cloud-config (the
+// sandbox's azure.json without one).
+func (c controllerCommand) cloudConfig(dir string) string {
+	for i, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--cloud-config="); ok {
+			return v
+		}
+		if a == "--cloud-config" && i+1 < len(c.Args) {
+			return c.Args[i+1]
+		}
+	}
+	return filepath.Join(dir, AzureJSONFile)
 }
 
 // controllerPIDFile is the controller's pid file under the sandbox's
