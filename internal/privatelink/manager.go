@@ -55,6 +55,10 @@ type Frontend struct {
 	FloatingIP bool
 	// IPv6Only: the Service has only an IPv6 frontend.
 	IPv6Only bool
+	// Leaving are frontends of the Service whose Private Link Services its
+	// reconcile deletes before it writes this one (it moves to another
+	// load balancer): a name one of them holds is free (Check).
+	Leaving []string
 }
 
 // Manager publishes Services through PLSs by the ownership rules of the
@@ -173,7 +177,8 @@ func (m *Manager) plan(ctx context.Context, svc *v1.Service, fe Frontend) (*plsP
 		name = ptr.Deref(existing.Name, name)
 	} else if other, err := m.nameHolder(ctx, spec.ResourceGroup, name); err != nil {
 		return nil, err
-	} else if other != nil && !strings.EqualFold(FrontendOf(other), fe.ID) {
+	} else if other != nil && !strings.EqualFold(FrontendOf(other), fe.ID) &&
+		!slices.ContainsFunc(fe.Leaving, func(id string) bool { return strings.EqualFold(id, FrontendOf(other)) }) {
 		k := KeyName
 		err := &annotations.Error{Key: k, Value: svc.Annotations[k], Rule: fmt.Sprintf(
 			"cannot be used: Private Link Service %s in resource group %s already serves frontend %s", name, spec.ResourceGroup, FrontendOf(other))}

@@ -338,6 +338,13 @@ func (p *Provider) checkPrivateLink(ctx context.Context, pl *servicePlan, fronte
 		return nil
 	}
 	fe := privatelink.Frontend{Location: p.cfg.Location, Internal: pl.spec.Internal, FloatingIP: pl.spec.EnableFloatingIP}
+	// Its frontends on other load balancers leave first (a move), their
+	// Private Link Services with them: their names are free.
+	for _, f := range pl.previous {
+		if !strings.EqualFold(f.lb, pl.lbName) && f.fe.ID != nil {
+			fe.Leaving = append(fe.Leaving, *f.fe.ID)
+		}
+	}
 	for i, in := range pl.inputs {
 		switch {
 		case in.family == v1.IPv4Protocol:

@@ -12,15 +12,18 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/privatelink"
 	"github.com/azlb/azlb/internal/securitygroup"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // refusalHarness is a provider with every writer (load balancers, the NSG,
@@ -439,5 +442,43 @@ func TestSharedFrontendPrivateLinkGoesWithItsLastUser(t *testing.T) {
 	}
 	for _, pls := range all {
 		t.Errorf("Private Link Service %s left", ptr.Deref(pls.Name, ""))
+	}
+}
+
+// An internal Service with a Private Link Service that moves to another
+// load balancer keeps being served: its plan sees the name of its Private
+// Link Service (the default, after its frontend) held by the one its move
+// deletes first, which is no conflict (found by test/e2e
+// TestPrivateLinkService once the plan checked names before the move).
+func TestPrivateLinkServiceMovesWithItsService(t *testing.T) {
+	env := testutil.StartEmulator(t, emulator.Options{}, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}, {Name: "lb-2"}}
+	})
+	clients := testutil.Clients(t, env, azure.ClientOptions{})
+	rec := record.NewFakeRecorder(1000)
+	h := &refusalHarness{sgHarness: &sgHarness{&harness{env: env, clients: clients, recorder: rec, p: newSGProvider(t, env.Config, clients, rec)}}}
+	h.p.pls = startPrivateLinks(t, h.harness)
+	h.p.nodes = nodeLister(sgNodes...)
+	h.svcs = newSharedServices(h.harness)
+	svc := testService("mover", "ea111111-2222-3333-4444-555555555555", map[string]string{annotations.KeyInternal: "true",
+		privatelink.KeyCreate: "true", annotations.KeyLoadBalancerConfigurations: "kubernetes"}, 80)
+	if err := h.ensure(t, svc); err != nil {
+		t.Fatal(err)
+	}
+	moved := svc.DeepCopy()
+	moved.Annotations[annotations.KeyLoadBalancerConfigurations] = "lb-2"
+	if err := h.ensure(t, moved); err != nil {
+		t.Fatalf("the move: %v", err)
+	}
+	all, err := h.p.pls.Manager().Store().List(context.Background(), devenv.ResourceGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || !strings.Contains(strings.ToLower(privatelink.FrontendOf(all[0])), "/loadbalancers/lb-2-internal/") {
+		var fes []string
+		for _, p := range all {
+			fes = append(fes, privatelink.FrontendOf(p))
+		}
+		t.Fatalf("Private Link Services on %v, want one on lb-2-internal", fes)
 	}
 }
