@@ -170,23 +170,7 @@ func Parse(svc *v1.Service, internal, floatingIP bool) (*Access, error) {
 	if len(v6) > 0 {
 		a.Ranges[v1.IPv6Protocol] = Merge(v6)
 	}
-	if v, ok := ann[KeyAllowedServiceTags]; ok && strings.TrimSpace(v) == "" {
-		a.InvalidTags = append(a.InvalidTags, fmt.Sprintf("annotation %s: %q %s", KeyAllowedServiceTags, v, blankRule))
-	} else if ok {
-		seen := map[string]bool{}
-		for i, s := range strings.Split(v, ",") {
-			t := strings.TrimSpace(s)
-			if !validTag(t) {
-				a.InvalidTags = append(a.InvalidTags, fmt.Sprintf("annotation %s entry %d: %q is not a service tag (words joined by dots, e.g. AzureFrontDoor.Backend)", KeyAllowedServiceTags, i+1, s))
-				continue
-			}
-			if !seen[t] {
-				seen[t] = true
-				a.Tags = append(a.Tags, t)
-			}
-		}
-		sort.Strings(a.Tags)
-	}
+	a.parseTags(ann)
 	if a.Disabled {
 		return a, nil
 	}
@@ -388,4 +372,30 @@ func Merge(in []netip.Prefix) []netip.Prefix {
 			return ps
 		}
 	}
+}
+
+// parseTags reads the allowed service tags: a set-but-blank value and an
+// entry that is not a tag are invalid (the caller fails closed).
+func (a *Access) parseTags(ann map[string]string) {
+	v, ok := ann[KeyAllowedServiceTags]
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(v) == "" {
+		a.InvalidTags = append(a.InvalidTags, fmt.Sprintf("annotation %s: %q %s", KeyAllowedServiceTags, v, blankRule))
+		return
+	}
+	seen := map[string]bool{}
+	for i, s := range strings.Split(v, ",") {
+		t := strings.TrimSpace(s)
+		if !validTag(t) {
+			a.InvalidTags = append(a.InvalidTags, fmt.Sprintf("annotation %s entry %d: %q is not a service tag (words joined by dots, e.g. AzureFrontDoor.Backend)", KeyAllowedServiceTags, i+1, s))
+			continue
+		}
+		if !seen[t] {
+			seen[t] = true
+			a.Tags = append(a.Tags, t)
+		}
+	}
+	sort.Strings(a.Tags)
 }

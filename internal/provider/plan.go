@@ -499,15 +499,15 @@ func (p *Provider) apply(ctx context.Context, caller string, pl *servicePlan, no
 	// A frontend of a family the Service no longer has goes with this
 	// write: its Private Link Service goes first (Azure refuses to remove
 	// a frontend one uses).
-	if cached, err := p.store.Get(ctx, lbName); err != nil {
+	cached, err := p.store.Get(ctx, lbName)
+	if err != nil {
 		return nil, err
-	} else {
-		liveBase := p.liveBases()
-		leaving := append(droppedFrontendIDs(cached, base, svc, families),
-			orphanedFrontendIDs(cached, base, pl.frontendIDs, func(b string) bool { return liveBase(b) != nil })...)
-		if err := p.releasePrivateLinks(ctx, p.pls, svc, leaving); err != nil {
-			return nil, err
-		}
+	}
+	liveBase := p.liveBases()
+	leaving := append(droppedFrontendIDs(cached, base, svc, families),
+		orphanedFrontendIDs(cached, base, pl.frontendIDs, func(b string) bool { return liveBase(b) != nil })...)
+	if err := p.releasePrivateLinks(ctx, p.pls, svc, leaving); err != nil {
+		return nil, err
 	}
 	var orphans []*armnetwork.FrontendIPConfiguration
 	changed := false

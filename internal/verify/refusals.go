@@ -21,7 +21,6 @@ import (
 // whole: nothing of it is written (a Service served before keeps what it
 // had). verify derives each refusal from that page and reports the
 // Service as one SKIP line naming the reason, never as drift.
-const docRefused = "load-balancers.md#which-services-are-refused"
 
 // refusal says why azlb refuses the Service, beyond its annotations, ports
 // and access settings (checked before): its internal subnet, its Private
@@ -260,11 +259,11 @@ func (m *nodeMode) refusedPlacement(svc *v1.Service, spec *annotations.ServiceSp
 	if spec.HAPorts {
 		rules = len(families(svc))
 	}
-	max := m.cfg.MaximumLoadBalancerRuleCount
+	limit := m.cfg.MaximumLoadBalancerRuleCount
 	room := func(lbName string) bool {
 		lb := m.managed[lower(lbName)]
-		if max <= 0 || lb == nil {
-			return max <= 0 || rules <= max
+		if limit <= 0 || lb == nil {
+			return limit <= 0 || rules <= limit
 		}
 		have := 0
 		for _, r := range rulesOf(lb) {
@@ -272,12 +271,12 @@ func (m *nodeMode) refusedPlacement(svc *v1.Service, spec *annotations.ServiceSp
 				have++
 			}
 		}
-		return have+rules <= max
+		return have+rules <= limit
 	}
 	onLB := len(m.serviceFrontends(base)) > 0
 	if !m.multi {
 		if lbName := names.LoadBalancer(m.defaultLB, spec.Internal); !room(lbName) {
-			return fmt.Sprintf("refused (LoadBalancerRuleLimitExceeded): load balancer %s has no room for its %d rules under maximumLoadBalancerRuleCount %d", lbName, rules, max)
+			return fmt.Sprintf("refused (LoadBalancerRuleLimitExceeded): load balancer %s has no room for its %d rules under maximumLoadBalancerRuleCount %d", lbName, rules, limit)
 		}
 		return ""
 	}
@@ -309,8 +308,8 @@ func (m *nodeMode) refusedPlacement(svc *v1.Service, spec *annotations.ServiceSp
 	if len(eligible) == 0 {
 		return "refused (LoadBalancerPlacementFailed): no load balancer configuration accepts it (names asked for, namespace and label selectors, allowServicePlacement)"
 	}
-	if !onLB && max > 0 && !slices.ContainsFunc(eligible, func(c string) bool { return room(names.LoadBalancer(c, spec.Internal)) }) {
-		return fmt.Sprintf("refused (LoadBalancerPlacementFailed): no load balancer it may be on has room for its %d rules under maximumLoadBalancerRuleCount %d", rules, max)
+	if !onLB && limit > 0 && !slices.ContainsFunc(eligible, func(c string) bool { return room(names.LoadBalancer(c, spec.Internal)) }) {
+		return fmt.Sprintf("refused (LoadBalancerPlacementFailed): no load balancer it may be on has room for its %d rules under maximumLoadBalancerRuleCount %d", rules, limit)
 	}
 	return ""
 }

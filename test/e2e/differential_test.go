@@ -522,7 +522,7 @@ func (w *diffWorld) admits(d *diffService, src netip.Addr) bool {
 		// Internal: the virtual network gets in (AllowVnetInBound) unless a
 		// deny-all covers the Service's address (its own, or one of
 		// another Service on the same address).
-		return d.internal && !(d.floating && (d.denyAll || d.invalid)) && !w.denied[ingress4(d.svc)]
+		return d.internal && (!d.floating || !d.denyAll && !d.invalid) && !w.denied[ingress4(d.svc)]
 	}
 	if !d.restrict && !d.invalid {
 		return !d.internal // the Internet rule of a public Service
