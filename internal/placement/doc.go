@@ -10,15 +10,18 @@
 //     A *Placer is immutable afterwards and safe for concurrent use.
 //   - PlaceService applies the Service selection rules: candidates are the
 //     configurations named in the azure-load-balancer-configurations
-//     annotation (or all of them); a candidate is eligible when its
-//     serviceNamespaceSelector and serviceLabelSelector match (a nil selector
-//     matches everything) and allowServicePlacement is not false. A Service
-//     already on a candidate that still matches the selectors stays there even
-//     when allowServicePlacement has become false and even when another load
+//     annotation (or all of them); a candidate matches when its
+//     serviceNamespaceSelector and serviceLabelSelector match (a nil or
+//     empty selector matches everything). Candidates matching with a
+//     non-empty selector come first: the ones without are considered only
+//     when no such candidate allows placement or holds the Service. A
+//     Service already on a candidate considered stays there even when
+//     allowServicePlacement has become false and even when another load
 //     balancer has fewer rules: placement never rebalances. Otherwise the
-//     eligible configuration with the fewest rules wins, ties going to the
-//     first in configuration order. No eligible candidate yields a
-//     *NoEligibleLoadBalancerError listing the reason each one was rejected.
+//     considered configuration that allows placement with the fewest
+//     rules wins, ties going to the first in configuration order. No
+//     eligible candidate yields a *NoEligibleLoadBalancerError listing the
+//     reason each one was rejected.
 //   - PlaceNode applies the node selection rules (first match wins): the
 //     configuration whose primaryVMSet is the node's VM set; else every
 //     configuration whose nodeSelector matches; else every configuration

@@ -31,6 +31,13 @@ type compiled struct {
 	nodeSel        labels.Selector
 }
 
+// selects reports whether the configuration has a Service selector that
+// is not empty (namespace or labels): a Service it matches prefers it to
+// the configurations without one.
+func (c compiled) selects() bool {
+	return (c.namespaceSel != nil && !c.namespaceSel.Empty()) || (c.serviceSel != nil && !c.serviceSel.Empty())
+}
+
 // Placer holds the compiled configurations. It is immutable after New and
 // safe for concurrent use.
 type Placer struct {

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -40,13 +41,19 @@ type ServiceInfo struct {
 //  1. Candidates are the requested configurations, or all when none is
 //     requested. A requested name that is not configured is an
 //     *UnknownConfigurationError.
-//  2. If Current is a candidate and its namespace and Service selectors
-//     still match, the Service stays, whatever allowServicePlacement says and
-//     whatever the rule counts are.
-//  3. Otherwise the eligible candidates are those whose selectors match and
-//     that allow placement; the one with the fewest rules wins, ties going to
-//     the earliest in configuration order.
-//  4. No eligible candidate is a *NoEligibleLoadBalancerError.
+//  2. A candidate matches when its namespace and Service selectors match
+//     (no selector, or an empty one, matches every Service). The candidates
+//     that match with a selector that is not empty (namespace or Service
+//     labels) come first: when there is one that allows placement, or the
+//     Service is on one now, only they are considered; the candidates that
+//     match without such a selector are considered only when none is, as
+//     in the Azure cloud provider (its users steer Services with selectors).
+//  3. If Current is one of the candidates considered, the Service stays,
+//     whatever allowServicePlacement says and whatever the rule counts are.
+//  4. Otherwise the ones considered that allow placement are eligible; the
+//     one with the fewest rules wins, ties going to the earliest in
+//     configuration order.
+//  5. No eligible candidate is a *NoEligibleLoadBalancerError.
 func (p *Placer) PlaceService(s ServiceInfo, ruleCounts map[string]int) (string, error) {
 	candidates, requested, err := p.serviceCandidates(s)
 	if err != nil {
@@ -62,7 +69,9 @@ func (p *Placer) PlaceService(s ServiceInfo, ruleCounts map[string]int) (string,
 		}
 	}
 
-	var eligible []int
+	// tiers[0]: matched by a selector that is not empty; tiers[1]: by
+	// none. Each holds the candidates that allow placement, and current.
+	var tiers [2][]int
 	var rejections []Rejection
 	for _, i := range candidates {
 		c := p.configs[i]
@@ -73,22 +82,30 @@ func (p *Placer) PlaceService(s ServiceInfo, ruleCounts map[string]int) (string,
 		if c.serviceSel != nil && !c.serviceSel.Matches(svcLabels) {
 			reasons = append(reasons, fmt.Sprintf("service labels do not match serviceLabelSelector %q", c.serviceSel.String()))
 		}
-		if len(reasons) == 0 && i == current {
+		if !c.allowPlacement && i != current {
 			// Existing Services stay while the selectors still match, even
 			// on a load balancer being drained (allowServicePlacement=false).
-			return c.name, nil
-		}
-		if !c.allowPlacement {
 			reasons = append(reasons, "allowServicePlacement is false")
 		}
 		if len(reasons) == 0 {
-			eligible = append(eligible, i)
+			tier := 1
+			if c.selects() {
+				tier = 0
+			}
+			tiers[tier] = append(tiers[tier], i)
 			continue
 		}
 		if i == current {
 			reasons = append([]string{"current load balancer"}, reasons...)
 		}
 		rejections = append(rejections, Rejection{Config: c.name, Reasons: reasons})
+	}
+	eligible := tiers[0]
+	if len(eligible) == 0 {
+		eligible = tiers[1]
+	}
+	if slices.Contains(eligible, current) {
+		return p.configs[current].name, nil
 	}
 	if len(eligible) == 0 {
 		return "", &NoEligibleLoadBalancerError{Service: s.Key, Requested: requested, Rejections: rejections}

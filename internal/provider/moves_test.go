@@ -258,3 +258,46 @@ func TestLegacyLocalServicePoolIsAdopted(t *testing.T) {
 		t.Errorf("adoption took %d writes, want 1 (the entries move with the load balancer write)", w)
 	}
 }
+
+// A Service that a load balancer's serviceLabelSelector matches is placed
+// there rather than on a load balancer without selector that has fewer
+// rules; labelled later, it moves there keeping its public IP (issue 40
+// item 8).
+func TestMatchingSelectorIsPreferred(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{
+			{Name: "kubernetes"},
+			{Name: "lb-web", ServiceLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		}
+	})
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	web := testService("web", "c1c1c1c1-0000-0000-0000-000000000040", nil, 80)
+	web.Labels = map[string]string{"app": "web"}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", web, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if lb := h.lb(t, "lb-web"); lb == nil || !hasOwnedFrontend(lb, names.FrontendBase(web)) {
+		t.Fatal("web is not on lb-web, whose serviceLabelSelector matches it")
+	}
+	api := testService("api", "c2c2c2c2-0000-0000-0000-000000000041", nil, 8080)
+	st1, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", api, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb := h.lb(t, "kubernetes"); lb == nil || !hasOwnedFrontend(lb, names.FrontendBase(api)) {
+		t.Fatal("api (no label) is not on kubernetes")
+	}
+	api = api.DeepCopy()
+	api.Labels = map[string]string{"app": "web"}
+	st2, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", api, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb := h.lb(t, "lb-web"); lb == nil || !hasOwnedFrontend(lb, names.FrontendBase(api)) {
+		t.Fatal("api, labelled app=web, did not move to lb-web")
+	}
+	if st1.Ingress[0].IP != st2.Ingress[0].IP {
+		t.Errorf("address changed on the move: %s -> %s", st1.Ingress[0].IP, st2.Ingress[0].IP)
+	}
+}

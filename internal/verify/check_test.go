@@ -316,6 +316,14 @@ func TestMultipleLoadBalancers(t *testing.T) {
 			t.Fatalf("findings:\n%s\nskipped: %v", findings(r), r.Skipped)
 		}
 	})
+	t.Run("a Service that a selector matches belongs on that load balancer (issue 40 item 8)", func(t *testing.T) {
+		s := multiFixture()
+		s.Namespaces = map[string]map[string]string{"default": {"team": "b"}}
+		r := Check(s)
+		if len(r.Findings) != 1 || !strings.Contains(findings(r), "is on load balancer kubernetes, which has no Service selector, but the selectors of lb-2 match the Service: it belongs there") {
+			t.Fatalf("%s", findings(r))
+		}
+	})
 	t.Run("a Local Service gets its dedicated pool of endpoint nodes", func(t *testing.T) {
 		s := multiFixture()
 		testutil.Local(s.Services[0])

@@ -454,15 +454,42 @@ func (m *nodeMode) checkPlacement(svc *v1.Service, spec *annotations.ServiceSpec
 		m.r.add(obj, "multiple-load-balancers.md#moves", "is on load balancer %s, which has no configuration: it should have moved to a configured one", lbName)
 		return
 	}
+	misplaced := false
 	if req := spec.LoadBalancerConfigurations; len(req) > 0 && !slices.ContainsFunc(req, func(n string) bool { return strings.EqualFold(n, conf.Name) }) {
 		m.r.add(obj, doc, "is on load balancer %s, but %s names only %s", lbName, annotations.KeyLoadBalancerConfigurations, strings.Join(req, ", "))
+		misplaced = true
 	}
 	if !selectorMatches(conf.ServiceNamespaceSelector, m.s.Namespaces[svc.Namespace]) {
 		m.r.add(obj, doc, "is on load balancer %s, whose serviceNamespaceSelector does not match namespace %s", lbName, svc.Namespace)
+		misplaced = true
 	}
 	if !selectorMatches(conf.ServiceLabelSelector, svc.Labels) {
 		m.r.add(obj, doc, "is on load balancer %s, whose serviceLabelSelector does not match the Service's labels", lbName)
+		misplaced = true
 	}
+	if misplaced || selects(conf) {
+		return
+	}
+	// A load balancer whose selector matches comes first.
+	for _, other := range m.cfg.MultipleStandardLoadBalancerConfigurations {
+		if req := spec.LoadBalancerConfigurations; len(req) > 0 && !slices.ContainsFunc(req, func(n string) bool { return strings.EqualFold(n, other.Name) }) {
+			continue
+		}
+		if selects(&other) && (other.AllowServicePlacement == nil || *other.AllowServicePlacement) &&
+			selectorMatches(other.ServiceNamespaceSelector, m.s.Namespaces[svc.Namespace]) && selectorMatches(other.ServiceLabelSelector, svc.Labels) {
+			m.r.add(obj, doc, "is on load balancer %s, which has no Service selector, but the selectors of %s match the Service: it belongs there", lbName, other.Name)
+			return
+		}
+	}
+}
+
+// selects: the configuration has a Service selector (namespace or labels)
+// that is not empty.
+func selects(c *config.MultipleStandardLoadBalancerConfiguration) bool {
+	nonEmpty := func(sel *metav1.LabelSelector) bool {
+		return sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0)
+	}
+	return nonEmpty(c.ServiceNamespaceSelector) || nonEmpty(c.ServiceLabelSelector)
 }
 
 // selectorMatches: an absent selector matches everything.

@@ -61,6 +61,9 @@ func TestRefusalsAreSkipped(t *testing.T) {
 	t.Run("SharedIPPlacementConflict", func(t *testing.T) {
 		s := multiFixture()
 		s.Namespaces["default"] = map[string]string{"team": "b"}
+		// web stays on kubernetes, which it asks for (lb-2's selector
+		// matches it, and would come first).
+		s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-configurations": "kubernetes"}
 		s.Services = append(s.Services, newcomer(map[string]string{"service.beta.kubernetes.io/azure-pip-name": "kubernetes-" + webBase,
 			"service.beta.kubernetes.io/azure-load-balancer-configurations": "lb-2"}, tcp(8080)))
 		wantSkipped(t, s, "default/new", "SharedIPPlacementConflict")
