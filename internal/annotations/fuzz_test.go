@@ -25,6 +25,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("azure-load-balancer-configurations", "lb-1,,LB-1", "azure-dns-label-name", "Ab", "port_80_health-probe_interval", "61", true)
 	f.Add("port_443_health-probe_num-of-probe", "24", "azure-load-balancer-tcp-idle-timeout", "100", "port_8080_no_probe_rule", "TRUE", false)
 	f.Add("azure-pip-name", strings.Repeat("x", 200), "example.com/x", "y", "port_", "", true)
+	f.Add("azure-pip-tags", "a=b,c= d,e =, =f", "azure-pip-tags", "team,x=1=2", "port_80_health-probe_interval", "10", true)
 	// Every annotation azlb interprets, with a value of the wrong kind.
 	for _, k := range []string{KeyInternal, KeyInternalSubnet, KeyPIPName, KeyPIPNameIPv6, KeyIPv4, KeyIPv6, KeyLoadBalancerConfigurations,
 		KeyDNSLabelName, KeyTCPIdleTimeout, KeyDisableFloatingIP, KeyDisableTCPReset, KeyHAPorts, KeyProbeProtocol, KeyProbeRequestPath,
@@ -71,6 +72,16 @@ func FuzzParse(f *testing.F) {
 		}
 		if spec.HAPorts && !spec.Internal {
 			t.Fatalf("HA ports accepted on a public Service")
+		}
+		for k, v := range spec.PIPTags {
+			if k == "" || k != strings.TrimSpace(k) || v != strings.TrimSpace(v) || strings.Contains(k+v, "=") || strings.Contains(k+v, ",") {
+				t.Fatalf("azure-pip-tags gave the tag %q=%q", k, v)
+			}
+		}
+		for _, d := range spec.DroppedPIPTags {
+			if d == "" || d != strings.TrimSpace(d) {
+				t.Fatalf("azure-pip-tags dropped %q", d)
+			}
 		}
 	})
 }

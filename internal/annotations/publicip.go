@@ -44,7 +44,7 @@ func init() {
 		p.spec.PIPPrefixIDIPv6 = p.prefixID(key, value)
 	}
 	serviceWide[strings.TrimPrefix(KeyPIPTags, Prefix)] = func(p *parser, key, value string) {
-		tags, err := config.ParseTags(value)
+		tags, dropped, err := config.ParseTags(value)
 		if err != nil {
 			p.fail(&Error{Key: key, Value: value, Rule: "is invalid: " + err.Error()})
 			return
@@ -52,6 +52,7 @@ func init() {
 		if len(tags) > 0 {
 			p.spec.PIPTags = tags
 		}
+		p.spec.DroppedPIPTags = dropped
 	}
 	serviceWide[strings.TrimPrefix(KeyPIPIPTags, Prefix)] = func(p *parser, key, value string) {
 		tags, err := parseIPTags(value)

@@ -2,6 +2,7 @@ package annotations
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,12 +42,37 @@ func TestParsePublicIPAnnotationErrors(t *testing.T) {
 		KeyPIPResourceGroup: "bad/group",
 		KeyPIPPrefixID:      "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses/pip",
 		KeyPIPPrefixIDIPv6:  "web-prefix",
-		KeyPIPTags:          "team",
+		KeyPIPTags:          "team=web,a/b=c",
 		KeyPIPIPTags:        "RoutingPreference",
 	} {
 		_, err := Parse(newService(map[string]string{key: value}))
 		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), quoteValue(value)) {
 			t.Errorf("%s=%q: error %v, want one naming the key and the value", key, value, err)
+		}
+	}
+}
+
+// azure-pip-tags is read as the Azure cloud provider reads it (issue 40
+// item 3): keys and values trimmed, an empty value kept, and an item that
+// is not one key=value pair with a non-blank key dropped, listed in
+// DroppedPIPTags for the Warning event, not refused.
+func TestParsePIPTagsDropsWhatUpstreamDrops(t *testing.T) {
+	for value, want := range map[string]struct {
+		tags    map[string]string
+		dropped []string
+	}{
+		"a=b,c= d,e =, =f":       {map[string]string{"a": "b", "c": "d", "e": ""}, []string{"=f"}},
+		"team, x=1=2 ,k=v,  =  ": {map[string]string{"k": "v"}, []string{"team", "x=1=2", "="}},
+		"a=b,,":                  {map[string]string{"a": "b"}, nil},
+		"=":                      {nil, []string{"="}},
+	} {
+		spec, err := Parse(newService(map[string]string{KeyPIPTags: value}))
+		if err != nil {
+			t.Errorf("%q: %v", value, err)
+			continue
+		}
+		if !maps.Equal(spec.PIPTags, want.tags) || !slices.Equal(spec.DroppedPIPTags, want.dropped) {
+			t.Errorf("%q: tags %v dropped %q, want %v %q", value, spec.PIPTags, spec.DroppedPIPTags, want.tags, want.dropped)
 		}
 	}
 }

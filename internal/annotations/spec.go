@@ -50,6 +50,11 @@ type ServiceSpec struct {
 	// PIPTags: azure-pip-tags, tags put on the public IPs azlb owns for the
 	// Service; nil when unset.
 	PIPTags map[string]string
+	// DroppedPIPTags are the items of azure-pip-tags that are not a
+	// key=value pair with a non-blank key ("team", "=x", "a=b=c"), trimmed,
+	// in order: dropped, as the Azure cloud provider drops them, and told
+	// to the user in a Warning event (config.DroppedTags).
+	DroppedPIPTags []string
 	// PIPIPTags: azure-pip-ip-tags, the IP tags of a public IP azlb
 	// creates, in annotation order; nil when unset.
 	PIPIPTags []IPTag

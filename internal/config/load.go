@@ -245,5 +245,8 @@ func (c *Config) UnknownFieldWarnings() []string {
 		}
 		out = append(out, line)
 	}
+	if _, dropped, err := ParseTags(c.Tags); err == nil && len(dropped) > 0 {
+		out = append(out, "tags: "+DroppedTags(dropped))
+	}
 	return append(out, c.extraWarnings...)
 }

@@ -26,26 +26,46 @@ const OwnTagPrefix = "k8s-azure-"
 // azure.json tags and the azure-pip-tags annotation: "k1=v1,k2=v2", keys
 // and values trimmed, empty items ignored. A later key replaces an earlier
 // one that differs only in case (Azure tag names are case-insensitive).
-func ParseTags(s string) (map[string]string, error) {
+//
+// Like the Azure cloud provider, it drops, rather than refuses, an item
+// that is not exactly one key=value pair ("team", "a=b=c") or whose key is
+// blank ("=x", " = "): dropped lists them, trimmed, in order, for the
+// caller to tell the user. An error is a tag Azure would refuse (a
+// forbidden character, too long, too many tags).
+func ParseTags(s string) (tags map[string]string, dropped []string, err error) {
 	out := map[string]string{}
 	for _, item := range strings.Split(s, ",") {
 		if strings.TrimSpace(item) == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(item, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not a tag: write key=value pairs separated by commas, e.g. \"team=web,env=prod\"", strings.TrimSpace(item))
+		parts := strings.Split(item, "=")
+		if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" {
+			dropped = append(dropped, strings.TrimSpace(item))
+			continue
 		}
+		k, v := strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
 		if err := checkTag(k, v); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		putTag(out, k, v)
 	}
 	if len(out) > MaxTagsPerObject {
-		return nil, fmt.Errorf("%d tags: Azure allows at most %d on a resource", len(out), MaxTagsPerObject)
+		return nil, nil, fmt.Errorf("%d tags: Azure allows at most %d on a resource", len(out), MaxTagsPerObject)
 	}
-	return out, nil
+	return out, dropped, nil
+}
+
+// DroppedTags says which items ParseTags dropped, and why.
+func DroppedTags(dropped []string) string {
+	q := make([]string, len(dropped))
+	for i, item := range dropped {
+		q[i] = fmt.Sprintf("%q", item)
+	}
+	what := "is not"
+	if len(q) > 1 {
+		what = "are not"
+	}
+	return strings.Join(q, ", ") + " " + what + ` a key=value pair with a non-blank key: dropped, as the Azure cloud provider drops it (write key=value pairs separated by commas, e.g. "team=web,env=prod")`
 }
 
 // checkTag applies Azure's rules on a tag name and value.
@@ -84,7 +104,7 @@ type ResourceTags struct {
 // tags for a key both set, as in the Azure cloud provider.
 func (c *Config) ResourceTags() ResourceTags {
 	t := ResourceTags{tags: map[string]string{}}
-	if parsed, err := ParseTags(c.Tags); err == nil {
+	if parsed, _, err := ParseTags(c.Tags); err == nil {
 		t.tags = parsed
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.TagsMap)) {
@@ -173,7 +193,7 @@ func findFold[V any](m map[string]V, k string) (string, bool) {
 
 // tags checks tags, tagsMap and systemTags.
 func (v *validator) tags(d *Config) {
-	if _, err := ParseTags(d.Tags); err != nil {
+	if _, _, err := ParseTags(d.Tags); err != nil {
 		v.add("tags", err.Error())
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.TagsMap)) {

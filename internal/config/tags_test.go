@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -38,8 +39,7 @@ func TestTagsValidation(t *testing.T) {
 		value any
 		want  string
 	}{
-		"no equals":       {"tags", "team", "tags: \"team\" is not a tag"},
-		"empty key":       {"tags", "=x", "tags: \"=x\" is not a tag"},
+		"too many":        {"tags", manyTags(MaxTagsPerObject + 1), "tags: 51 tags"},
 		"forbidden char":  {"tags", "a/b=c", "tags: tag name \"a/b\""},
 		"map forbidden":   {"tagsMap", map[string]any{"a?": "x"}, `tagsMap["a?"]: tag name`},
 		"system bad char": {"systemTags", "a<b", "systemTags: tag name"},
@@ -50,6 +50,31 @@ func TestTagsValidation(t *testing.T) {
 				t.Fatalf("Load error = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func manyTags(n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("k%d=v", i)
+	}
+	return strings.Join(items, ",")
+}
+
+// An azure.json tags item the Azure cloud provider drops (no "=", more
+// than one, a blank key) is dropped, with a warning line naming it, not a
+// refusal to start (issue 40 item 3).
+func TestTagsDroppedItemsWarn(t *testing.T) {
+	c, err := Load(bytes.NewReader(doc(t, map[string]any{"tags": "a=b,c= d,e =, =f,team,x=1=2"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"a": "b", "c": "d", "e": ""}; !maps.Equal(c.ResourceTags().tags, want) {
+		t.Errorf("tags = %v, want %v", c.ResourceTags().tags, want)
+	}
+	warnings := strings.Join(c.UnknownFieldWarnings(), "\n")
+	if !strings.Contains(warnings, `tags: "=f", "team", "x=1=2" are not a key=value pair`) {
+		t.Errorf("warnings %q: want the dropped items named", warnings)
 	}
 }
 

@@ -182,6 +182,7 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 	p.affinityTold.Forget(svc.UID)
 	p.refusals.Forget(svc.UID)
 	p.familyTold.Forget(svc.UID)
+	p.tagsTold.Forget(svc.UID)
 	return nil
 }
 
@@ -207,6 +208,7 @@ func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.S
 		func() { p.reportUnsupported(svc, spec.Unsupported) },
 		func() { p.reportUnprobed(svc, unprobed) },
 		func() { p.checkAffinityTimeout(svc) },
+		func() { p.reportDroppedTags(svc, spec.DroppedPIPTags) },
 	}
 	return spec, families, notes, nil
 }

@@ -38,7 +38,11 @@ const (
 	EventReasonNodePlacementFailed   = "LoadBalancerNodePlacementFailed"
 	EventReasonRuleLimitExceeded     = "LoadBalancerRuleLimitExceeded"
 	EventReasonUnsupportedAnnotation = "UnsupportedAnnotation"
-	EventReasonPublicIPNotFound      = "PublicIPNotFound"
+	// EventReasonPublicIPTagsDropped: items of azure-pip-tags that are not
+	// key=value pairs with a key are dropped, as the Azure cloud provider
+	// drops them.
+	EventReasonPublicIPTagsDropped = "PublicIPTagsDropped"
+	EventReasonPublicIPNotFound    = "PublicIPNotFound"
 	// EventReasonUnsupportedProtocol: a port's protocol is not one Azure
 	// Load Balancer rules carry (SCTP); the Service is refused.
 	EventReasonUnsupportedProtocol = "UnsupportedProtocol"
@@ -144,6 +148,9 @@ type Provider struct {
 	// familyTold: which Services were told a family of theirs has no
 	// source range.
 	familyTold *annotations.Reported
+	// tagsTold: which Services were told about azure-pip-tags items
+	// dropped.
+	tagsTold *annotations.Reported
 
 	tags config.ResourceTags // azure.json tags, tagsMap, systemTags
 	arm  armReader           // region zones and public IP prefixes
@@ -187,6 +194,7 @@ func New(opts Options) (*Provider, error) {
 		affinityTold: annotations.NewReported(annotations.MaxReported),
 		refusals:     annotations.NewReported(annotations.MaxReported),
 		familyTold:   annotations.NewReported(annotations.MaxReported),
+		tagsTold:     annotations.NewReported(annotations.MaxReported),
 		tags:         cfg.ResourceTags(),
 
 		namespaces:   opts.Namespaces,
@@ -274,6 +282,16 @@ func (p *Provider) namespaceLabels(_ context.Context, name string) (map[string]s
 		return nil, fmt.Errorf("read namespace %s: %w", name, err)
 	}
 	return ns.Labels, nil
+}
+
+// reportDroppedTags records a Warning event naming the azure-pip-tags
+// items dropped (not key=value pairs with a key), once per generation of
+// the Service and set of items.
+func (p *Provider) reportDroppedTags(svc *v1.Service, dropped []string) {
+	if !p.tagsTold.ShouldReport(svc, dropped) {
+		return
+	}
+	p.warn(svc, EventReasonPublicIPTagsDropped, "%s: %s; the other tags are applied", annotations.KeyPIPTags, config.DroppedTags(dropped))
 }
 
 // reportUnsupported records a Warning event naming the annotations azlb

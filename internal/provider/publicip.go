@@ -46,6 +46,40 @@ func requestedAddress(svc *v1.Service, spec *annotations.ServiceSpec, family v1.
 	return ""
 }
 
+// requestedAddressField names where requestedAddress found the address.
+func requestedAddressField(spec *annotations.ServiceSpec, family v1.IPFamily) string {
+	switch {
+	case family == v1.IPv6Protocol && spec.IPv6.IsValid():
+		return annotations.KeyIPv6
+	case family == v1.IPv4Protocol && spec.IPv4.IsValid():
+		return annotations.KeyIPv4
+	}
+	return "spec.loadBalancerIP"
+}
+
+// notPublic says why an address can be no public IP's ("" when it can): a
+// private (RFC 1918, RFC 4193), shared (RFC 6598), loopback, link-local,
+// multicast or unspecified address.
+func notPublic(a netip.Addr) string {
+	switch {
+	case a.IsPrivate():
+		return "a private address"
+	case sharedAddressSpace.Contains(a):
+		return "in the shared address space 100.64.0.0/10"
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
+		return "a link-local address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	}
+	return ""
+}
+
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
 func requestedPIPName(spec *annotations.ServiceSpec, family v1.IPFamily) string {
 	if family == v1.IPv6Protocol {
 		return spec.PIPNameIPv6
@@ -98,6 +132,12 @@ func (p *Provider) resolvePublicIP(ctx context.Context, svc *v1.Service, spec *a
 	rg := p.publicIPGroup(spec)
 	name := requestedPIPName(spec, family)
 	if addr := requestedAddress(svc, spec, family); addr != "" && name == "" {
+		if why := notPublic(netip.MustParseAddr(addr)); why != "" {
+			// Azure has no public IP with such an address: no look-up.
+			err := fmt.Errorf("service %s: %s=%s is not a public address (%s): a public Service's address must be that of a public IP; for a private address make the Service internal (%s: \"true\")",
+				names.ServiceKey(svc), requestedAddressField(spec, family), addr, why, annotations.KeyInternal)
+			return nil, refuse(EventReasonPublicIPNotFound, err)
+		}
 		pips, err := p.publicIPs(ctx).List(ctx, rg)
 		if err != nil {
 			return nil, fmt.Errorf("list public IPs in %s: %w", rg, err)

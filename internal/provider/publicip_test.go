@@ -455,3 +455,71 @@ func stripEtags(v any) {
 		}
 	}
 }
+
+// azure-pip-tags as the Azure cloud provider's suite writes it: the items
+// with a key are applied (trimmed, an empty value kept), the one without
+// is dropped with a Warning event naming it, once per generation; a later
+// change is applied the same way (issue 40 item 3).
+func TestPIPTagsDropWhatUpstreamDrops(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	svc := testService("web", "e2000011-0000-0000-0000-000000000000", map[string]string{annotations.KeyPIPTags: "a=b,c= d,e =, =f"}, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	pipName := names.PublicIP("kubernetes", svc, v1.IPv4Protocol)
+	got := tagMap(h.pip(t, devenv.ResourceGroup, pipName).Tags)
+	for k, v := range map[string]string{"a": "b", "c": "d", "e": ""} {
+		if w, ok := got[k]; !ok || w != v {
+			t.Errorf("tag %s = %q (present %v), want %q; tags %v", k, w, ok, v, got)
+		}
+	}
+	ev := strings.Join(drain(h.recorder), "\n")
+	if strings.Count(ev, EventReasonPublicIPTagsDropped) != 1 || !strings.Contains(ev, `"=f" is not a key=value pair`) {
+		t.Errorf("events %q, want one %s naming \"=f\"", ev, EventReasonPublicIPTagsDropped)
+	}
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if ev := strings.Join(drain(h.recorder), "\n"); strings.Contains(ev, EventReasonPublicIPTagsDropped) {
+		t.Errorf("the same generation told again: %q", ev)
+	}
+
+	svc = svc.DeepCopy()
+	svc.Generation++
+	svc.Annotations[annotations.KeyPIPTags] = " a = x ,team"
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := tagMap(h.pip(t, devenv.ResourceGroup, pipName).Tags); got["a"] != "x" {
+		t.Errorf("after the change: tags %v, want a=x", got)
+	}
+	if ev := strings.Join(drain(h.recorder), "\n"); !strings.Contains(ev, `"team" is not a key=value pair`) {
+		t.Errorf("events %q, want %s naming \"team\"", ev, EventReasonPublicIPTagsDropped)
+	}
+}
+
+// A public Service asking for a private address is told the address is not
+// a public one, without a look-up (issue 40 item 7).
+func TestPrivateAddressOnPublicService(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	byAnnotation := testService("web", "e2000021-0000-0000-0000-000000000000", map[string]string{annotations.KeyIPv4: "10.0.0.5"}, 80)
+	byField := testService("api", "e2000022-0000-0000-0000-000000000000", nil, 80)
+	byField.Spec.LoadBalancerIP = "172.16.0.9"
+	for field, svc := range map[string]*v1.Service{annotations.KeyIPv4 + "=10.0.0.5": byAnnotation, "spec.loadBalancerIP=172.16.0.9": byField} {
+		h.env.Emulator().ResetRequests()
+		if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err == nil {
+			t.Fatalf("%s: served", field)
+		}
+		ev := strings.Join(drain(h.recorder), "\n")
+		if !strings.Contains(ev, EventReasonPublicIPNotFound) || !strings.Contains(ev, field+" is not a public address") || !strings.Contains(ev, annotations.KeyInternal) {
+			t.Errorf("%s: events %q, want %s saying the address is not public", field, ev, EventReasonPublicIPNotFound)
+		}
+		if w := h.writes(); w != 0 {
+			t.Errorf("%s: %d writes, want 0", field, w)
+		}
+	}
+}
