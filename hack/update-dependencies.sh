@@ -13,8 +13,10 @@
 #                    libraries are built with (kube-openapi, for one).
 #                    A dependency whose latest release cannot be taken (it needs
 #                    a newer Go, say) is kept, and the script says why.
-#   hack/tools/kubernetes  left alone: kube-apiserver and kubectl stay at the
-#                    version the e2e suite is specified against.
+#   hack/tools/kubernetes, hack/tools/e2e  left alone: the Kubernetes
+#                    binaries, e2e.test and agnhost stay at the version the e2e
+#                    suites are specified against (docs/kubernetes-e2e.md).
+#   hack/tools/coredns  CoreDNS to the latest patch of its minor.
 #   hack/tools/etcd  etcd to the latest patch of its minor (the one that
 #                    Kubernetes minor is tested with).
 #   hack/tools/golangci-lint, hack/tools/helm  the tool to its latest release
@@ -74,8 +76,14 @@ step "hack/tools/image"
 upgrade_direct "$root/hack/tools/image" ""
 tidy_verify "$root/hack/tools/image"
 
-step "hack/tools/kubernetes (verify only: pinned)"
+step "hack/tools/coredns"
+coredns_minor=$(awk '$1 == "require" && $2 == "github.com/coredns/coredns" {print $3}' "$root/hack/tools/coredns/go.mod" | cut -d. -f1,2)
+(cd "$root/hack/tools/coredns" && go get "github.com/coredns/coredns@$coredns_minor")
+tidy_verify "$root/hack/tools/coredns"
+
+step "hack/tools/kubernetes, hack/tools/e2e (verify only: pinned)"
 (cd "$root/hack/tools/kubernetes" && go mod verify >/dev/null)
+(cd "$root/hack/tools/e2e" && go mod verify >/dev/null)
 
 step "build"
 (cd "$root" && go build ./... && go -C hack/tools/image build -o /dev/null .)

@@ -248,11 +248,17 @@ func tarLayer(mtime time.Time, entries []tarEntry) (v1.Layer, error) {
 			return nil, err
 		}
 	}
+	return closeLayer(tw, &buf, types.OCILayer)
+}
+
+// closeLayer closes tw, which wrote a layer's tar stream into buf, and
+// returns the layer of that media type.
+func closeLayer(tw *tar.Writer, buf *bytes.Buffer, mt types.MediaType) (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
 	b := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(b)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(mt))
 }

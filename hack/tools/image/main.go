@@ -21,6 +21,11 @@
 // from the Docker config file, as docker login writes it; plain HTTP for
 // localhost and loopback registries).
 //
+// archive packs a root filesystem directory as a single-layer image in the
+// archive format `docker save` writes and `ctr images import` reads, named
+// --ref: the test images the real cluster's nodes import instead of pulling
+// (hack/test-images.sh).
+//
 // This module lives under hack/tools so that go-containerregistry stays out
 // of azlb's own go.mod.
 package main
@@ -46,6 +51,7 @@ func main() {
 const usage = `usage:
   azlb-image build --bin-dir DIR --out DIR --tag TAG [--platforms linux/amd64,linux/arm64] [--version V] [--revision R] [--created RFC3339|unix-seconds] NAME...
   azlb-image push --dir DIR --registry HOST[:PORT][/PATH] --tag TAG NAME...
+  azlb-image archive --rootfs DIR --ref NAME:TAG --out FILE.tar [--entrypoint PATH[,ARG...]] [--cmd ARG[,ARG...]] [--env K=V[,K=V...]] [--created T]
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -59,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runBuild(args[1:], stdout, stderr)
 	case "push":
 		err = runPush(ctx, args[1:], stdout, stderr)
+	case "archive":
+		err = runArchive(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "azlb-image: unknown command %q\n%s", args[0], usage)
 		return 2
@@ -86,7 +94,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list")
 	fs.StringVar(&o.Version, "version", "", "org.opencontainers.image.version label (default: --tag)")
 	fs.StringVar(&o.Revision, "revision", "", "org.opencontainers.image.revision label (the commit)")
-	created := fs.String("created", "0", "image creation time and file timestamps: RFC 3339 or Unix seconds")
+	created := createdFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,9 +104,8 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "--platforms: %v\n", err)
 		return errUsage
 	}
-	if o.Created, err = parseTime(*created); err != nil {
-		fmt.Fprintf(stderr, "--created: %v\n", err)
-		return errUsage
+	if o.Created, err = created.parse(stderr); err != nil {
+		return err
 	}
 	if o.Version == "" {
 		o.Version = o.Tag
@@ -134,6 +141,23 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
+// createdValue is the --created flag of build and archive.
+type createdValue struct{ s *string }
+
+func createdFlag(fs *flag.FlagSet) createdValue {
+	return createdValue{fs.String("created", "0", "image creation time and file timestamps: RFC 3339 or Unix seconds")}
+}
+
+// parse reads the flag's time, or prints why not and returns errUsage.
+func (c createdValue) parse(stderr io.Writer) (time.Time, error) {
+	t, err := parseTime(*c.s)
+	if err != nil {
+		fmt.Fprintf(stderr, "--created: %v\n", err)
+		return time.Time{}, errUsage
+	}
+	return t, nil
+}
+
 // parseTime reads an RFC 3339 time or Unix seconds (SOURCE_DATE_EPOCH).
 func parseTime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
@@ -144,4 +168,41 @@ func parseTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor Unix seconds", s)
 	}
 	return time.Unix(sec, 0).UTC(), nil
+}
+
+func runArchive(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("archive", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o ArchiveOptions
+	fs.StringVar(&o.RootFS, "rootfs", "", "directory packed as the image's one layer")
+	fs.StringVar(&o.Ref, "ref", "", "image name and tag recorded in the archive")
+	fs.StringVar(&o.Out, "out", "", "archive file to write")
+	entrypoint := fs.String("entrypoint", "", "comma-separated entrypoint")
+	cmd := fs.String("cmd", "", "comma-separated command (arguments of the entrypoint)")
+	env := fs.String("env", "", "comma-separated K=V environment")
+	created := createdFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments %q\n", fs.Args())
+		return errUsage
+	}
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	o.Entrypoint, o.Cmd, o.Env = split(*entrypoint), split(*cmd), split(*env)
+	var err error
+	if o.Created, err = created.parse(stderr); err != nil {
+		return err
+	}
+	d, err := Archive(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s %s -> %s\n", o.Ref, d, o.Out)
+	return nil
 }
