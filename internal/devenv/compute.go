@@ -198,11 +198,22 @@ func (c *Compute) CreateAvailabilitySet(ctx context.Context, name string) error 
 // CreateVM creates a NIC in the environment's subnet and a VM using it,
 // in an availability set when availabilitySet is not empty.
 func (c *Compute) CreateVM(ctx context.Context, name, availabilitySet string) (NodeVM, error) {
+	return c.CreateVMAt(ctx, name, availabilitySet, "")
+}
+
+// CreateVMAt is CreateVM with the NIC's private address given (static
+// allocation; "" allocates one): the address a real node already has
+// (internal/localcluster).
+func (c *Compute) CreateVMAt(ctx context.Context, name, availabilitySet, privateIP string) (NodeVM, error) {
+	ipc := &armnetwork.InterfaceIPConfigurationPropertiesFormat{Primary: to.Ptr(true), Subnet: &armnetwork.Subnet{ID: to.Ptr(c.subnetID())}}
+	if privateIP != "" {
+		ipc.PrivateIPAllocationMethod = to.Ptr(armnetwork.IPAllocationMethodStatic)
+		ipc.PrivateIPAddress = to.Ptr(privateIP)
+	}
 	nic, err := c.clients.Interface.CreateOrUpdate(ctx, ResourceGroup, name+"-nic", armnetwork.Interface{
 		Location: to.Ptr(Location),
 		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-			Name:       to.Ptr("ipconfig1"),
-			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Primary: to.Ptr(true), Subnet: &armnetwork.Subnet{ID: to.Ptr(c.subnetID())}},
+			Name: to.Ptr("ipconfig1"), Properties: ipc,
 		}}},
 	}, "")
 	if err != nil {

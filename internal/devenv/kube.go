@@ -57,7 +57,9 @@ type Kube struct {
 	AdminKubeconfig, ControllerKubeconfig string
 
 	detach                      bool
+	opts                        KubeOptions
 	adminToken, controllerToken string
+	userTokens                  []string // tokens of opts.Users
 	caPEM                       []byte
 	procs                       []*exec.Cmd
 	exited                      []chan struct{}
@@ -73,6 +75,28 @@ type KubeOptions struct {
 	// sandbox): they run in their own session and their pids are written to
 	// <dir>/<name>.pid for StopDetached.
 	Detach bool
+	// Address is where the API server listens and what it advertises
+	// (default 127.0.0.1): a local cluster's host address on its nodes'
+	// network (internal/localcluster), never a routable one.
+	Address string
+	// Cluster makes it the API server of a cluster with real nodes: the
+	// Node authorizer before RBAC, ServiceAccount admission (the
+	// kube-controller-manager creates the accounts), the kubernetes
+	// Service's endpoints kept (Address is reachable from the pods), and
+	// a client certificate for the kubelets (kubelet-client.crt,
+	// O=system:masters; kubelets trust ca.crt).
+	Cluster bool
+	// Users are further static-token identities; Kubeconfig(name) is
+	// each one's kubeconfig.
+	Users []User
+}
+
+// User is an identity of the local API server.
+type User struct {
+	// Name is the user name (system:node:NAME for a kubelet); Groups its
+	// groups.
+	Name   string
+	Groups []string
 }
 
 // StartKube starts etcd and kube-apiserver under dir and waits until the API
@@ -87,7 +111,14 @@ func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error)
 	if logs == nil {
 		logs = io.Discard
 	}
-	k := &Kube{Dir: dir, detach: opts.Detach}
+	if opts.Address == "" {
+		opts.Address = "127.0.0.1"
+	}
+	addr := net.ParseIP(opts.Address)
+	if addr == nil {
+		return nil, fmt.Errorf("API server address %q is not an IP address", opts.Address)
+	}
+	k := &Kube{Dir: dir, detach: opts.Detach, opts: opts}
 	ok := false
 	defer func() {
 		if !ok {
@@ -116,10 +147,10 @@ func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error)
 	); err != nil {
 		return nil, err
 	}
-	k.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	if err := k.start(logs, filepath.Join(opts.BinDir, "kube-apiserver"),
-		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdClient),
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+	k.URL = "https://" + net.JoinHostPort(addr.String(), strconv.Itoa(apiPort))
+	if err := k.start(logs, filepath.Join(opts.BinDir, "kube-apiserver"), append([]string{
+		"--etcd-servers", "http://127.0.0.1:" + strconv.Itoa(etcdClient),
+		"--bind-address", addr.String(), "--advertise-address", addr.String(),
 		"--secure-port", strconv.Itoa(apiPort),
 		"--tls-cert-file", filepath.Join(dir, "serving.crt"),
 		"--tls-private-key-file", filepath.Join(dir, "serving.key"),
@@ -132,16 +163,13 @@ func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error)
 		"--requestheader-group-headers", "X-Remote-Group",
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
 		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
-		"--authorization-mode", "RBAC",
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", filepath.Join(dir, "sa.key"),
 		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
-		"--service-cluster-ip-range", ServiceCIDR+","+ServiceCIDRv6, // dual-stack: a range per family
+		"--service-cluster-ip-range", ServiceCIDR + "," + ServiceCIDRv6, // dual-stack: a range per family
 		"--enable-priority-and-fairness=false",
-		"--endpoint-reconciler-type", "none", // a loopback address cannot be advertised
-		"--disable-admission-plugins", "ServiceAccount",
 		"--v", "0",
-	); err != nil {
+	}, k.clusterArgs()...)...); err != nil {
 		return nil, err
 	}
 	if k.AdminKubeconfig, err = k.writeKubeconfig("admin.kubeconfig", k.adminToken); err != nil {
@@ -150,11 +178,48 @@ func StartKube(ctx context.Context, dir string, opts KubeOptions) (*Kube, error)
 	if k.ControllerKubeconfig, err = k.writeKubeconfig("controller.kubeconfig", k.controllerToken); err != nil {
 		return nil, err
 	}
+	for i, u := range opts.Users {
+		if _, err := k.writeKubeconfig(kubeconfigName(u.Name), k.userTokens[i]); err != nil {
+			return nil, err
+		}
+	}
 	if err := k.waitReady(ctx); err != nil {
 		return nil, err
 	}
 	ok = true
 	return k, nil
+}
+
+// clusterArgs are the flags that differ between the API server of a
+// cluster with nodes (KubeOptions.Cluster) and the suite's, which has none.
+func (k *Kube) clusterArgs() []string {
+	if !k.opts.Cluster {
+		return []string{
+			"--authorization-mode", "RBAC",
+			"--endpoint-reconciler-type", "none", // a loopback address cannot be advertised
+			"--disable-admission-plugins", "ServiceAccount",
+		}
+	}
+	return []string{
+		"--authorization-mode", "Node,RBAC",
+		"--enable-admission-plugins", "NodeRestriction",
+		"--kubelet-client-certificate", filepath.Join(k.Dir, "kubelet-client.crt"),
+		"--kubelet-client-key", filepath.Join(k.Dir, "kubelet-client.key"),
+		// Node names are not in any DNS: exec, logs and port-forward reach
+		// a kubelet at its node's InternalIP.
+		"--kubelet-preferred-address-types", "InternalIP",
+	}
+}
+
+// Kubeconfig is the kubeconfig file of one of KubeOptions.Users.
+func (k *Kube) Kubeconfig(user string) string { return filepath.Join(k.Dir, kubeconfigName(user)) }
+
+// CAFile holds the cluster's CA certificate (which signed the serving
+// certificate and the kubelet client certificate).
+func (k *Kube) CAFile() string { return filepath.Join(k.Dir, "ca.crt") }
+
+func kubeconfigName(user string) string {
+	return strings.NewReplacer(":", "-", "/", "-").Replace(user) + ".kubeconfig"
 }
 
 // RestConfig is the admin's client configuration.
@@ -256,9 +321,17 @@ func (k *Kube) writeKubeconfig(name, token string) (string, error) {
 // writePKI writes a CA, the API server's serving certificate, the service
 // account signing key and the static token file.
 func (k *Kube) writePKI() error {
-	serving, err := pki.NewServing("azlb-local-ca", "kube-apiserver",
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP("10.96.0.1")}, 365*24*time.Hour)
+	const validity = 365 * 24 * time.Hour
+	ca, err := pki.NewAuthority("azlb-local-ca", validity)
+	if err != nil {
+		return err
+	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP("10.96.0.1")}
+	if a := net.ParseIP(k.opts.Address); a != nil && !a.IsLoopback() {
+		ips = append(ips, a)
+	}
+	serving, err := ca.Serving("kube-apiserver",
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, ips, validity)
 	if err != nil {
 		return err
 	}
@@ -270,12 +343,25 @@ func (k *Kube) writePKI() error {
 	k.adminToken, k.controllerToken = randomToken(), randomToken()
 	tokens := fmt.Sprintf("%s,%s,admin-uid,\"system:masters\"\n%s,%s,controller-uid,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
 		k.adminToken, AdminUser, k.controllerToken, ControllerUser)
+	for i, u := range k.opts.Users {
+		tok := randomToken()
+		k.userTokens = append(k.userTokens, tok)
+		tokens += fmt.Sprintf("%s,%s,user-%d-uid,\"%s\"\n", tok, u.Name, i, strings.Join(u.Groups, ","))
+	}
 	files := map[string][]byte{
 		"ca.crt":      k.caPEM,
 		"serving.crt": serving.CertPEM,
 		"serving.key": serving.KeyPEM,
 		"sa.key":      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
 		"tokens.csv":  []byte(tokens),
+	}
+	if k.opts.Cluster {
+		// The API server's identity towards the kubelets (exec, logs).
+		cert, key, err := ca.Client("kube-apiserver-kubelet-client", []string{"system:masters"}, validity)
+		if err != nil {
+			return err
+		}
+		files["kubelet-client.crt"], files["kubelet-client.key"] = cert, key
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(k.Dir, name), b, 0o600); err != nil {

@@ -1,12 +1,17 @@
 package devenv
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Process is a child process (a controller manager under test) whose output
@@ -82,4 +87,29 @@ func (p *Process) Signal(sig syscall.Signal) error { return p.Cmd.Process.Signal
 func (p *Process) Log() (string, error) {
 	b, err := os.ReadFile(p.LogPath)
 	return string(b), err
+}
+
+// WaitForWord waits up to timeout until the file at path (a process's log)
+// holds a whitespace-separated word starting with prefix, and returns that
+// word (trailing "," and ";" cut): the URL a server prints once it serves.
+func WaitForWord(ctx context.Context, path, prefix string, timeout time.Duration) (string, error) {
+	var found string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return false, nil
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			for _, w := range strings.Fields(sc.Text()) {
+				if strings.HasPrefix(w, prefix) {
+					found = strings.TrimRight(w, ",;")
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	return found, err
 }
