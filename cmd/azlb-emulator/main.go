@@ -137,6 +137,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sgwPost := fs.Int("sgw-post-status", emulator.SGWPostOK, "how updateServices/updateAddressLocations answer: 200 (as NRP does) or 202 (as the specification says)")
 	sgwPage := fs.Int("sgw-page-size", emulator.DefaultSGWPageSize, "items per page of GET services / addressLocations of a service gateway")
 	sgwMax := fs.Int("sgw-max-services-per-update", 0, "most serviceRequests one updateServices may hold; a longer one is refused whole (0: no maximum, as NRP documents none)")
+	var dpNet networkFlags
+	dpNet.register(fs)
 	var features featureFlags
 	fs.Var(&features, "feature", "a subscription feature registered, e.g. "+emulator.FeatureConnectionDraining+" (which a backend pool's drainPeriodInSeconds needs); repeatable")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -164,6 +166,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
 		return 2
 	}
+	network, err := dpNet.network(*dataPlane)
+	if err != nil {
+		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
+		return 2
+	}
 	if err := id.resolve(); err != nil {
 		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
 		return 2
@@ -172,6 +179,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		InternetPrefixes: internet, ServiceTags: sec.tags, Features: features,
 		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
+		DataPlaneNetwork:         network,
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage, ServiceGatewayMaxServicesPerUpdate: *sgwMax,
 		TenantID: id.tenant, ClientID: id.client, ClientSecret: id.secret, ClientCertificates: id.certs, Tenants: id.tenants,
 	}, *listen, *plain)
@@ -191,6 +199,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "azlb-emulator serving ARM and AAD on %s (CA certificate: %s; tenant %s, client %s)\n", srv.URL(), ca, id.tenant, id.client)
 	if *dataPlane {
 		fmt.Fprintln(stdout, "azlb-emulator data plane on: load balancers on loopback carry traffic where network security groups allow it (Standard SKU is closed by default); GET /_emulator/dataplane shows what is served")
+	}
+	if network != nil {
+		fmt.Fprintf(stdout, "azlb-emulator data plane network: %s served in network namespace %s\n", dpNet.prefixes, network.NetNS)
 	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

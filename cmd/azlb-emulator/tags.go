@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/azlb/azlb/internal/emulator"
+	"github.com/azlb/azlb/internal/emulator/dataplane"
 )
 
 // securityFlags are the data plane's source classification: what the
@@ -80,4 +81,44 @@ func parsePrefixList(s string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// networkFlags name the network namespace of real nodes the data plane
+// serves beside loopback (docs/data-plane.md, Real nodes).
+type networkFlags struct {
+	netns, prefixes, probeSource string
+}
+
+func (f *networkFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.netns, "data-plane-netns", "", "with --data-plane: a network namespace file (/run/netns/NAME) where frontends and members in --data-plane-prefixes are served as Azure serves VMs: clients' addresses kept, floating IP delivered to the frontend's address")
+	fs.StringVar(&f.prefixes, "data-plane-prefixes", "", "comma-separated prefixes served in --data-plane-netns (the public IP range, the nodes' and pods' networks)")
+	fs.StringVar(&f.probeSource, "data-plane-probe-source", "", "address health probes come from in --data-plane-netns (bound transparently; e.g. 168.63.129.16, which the nodes route back); default: the namespace's own")
+}
+
+// network is the data plane's Network, nil when --data-plane-netns is
+// not given.
+func (f *networkFlags) network(dataPlane bool) (*dataplane.Network, error) {
+	if f.netns == "" {
+		if f.prefixes != "" || f.probeSource != "" {
+			return nil, fmt.Errorf("--data-plane-prefixes and --data-plane-probe-source need --data-plane-netns")
+		}
+		return nil, nil
+	}
+	if !dataPlane {
+		return nil, fmt.Errorf("--data-plane-netns needs --data-plane")
+	}
+	ps, err := parsePrefixList(f.prefixes)
+	if err != nil {
+		return nil, fmt.Errorf("--data-plane-prefixes: %w", err)
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("--data-plane-netns needs --data-plane-prefixes")
+	}
+	n := &dataplane.Network{NetNS: f.netns, Prefixes: ps}
+	if f.probeSource != "" {
+		if n.ProbeSource, err = netip.ParseAddr(f.probeSource); err != nil {
+			return nil, fmt.Errorf("--data-plane-probe-source: %w", err)
+		}
+	}
+	return n, nil
 }

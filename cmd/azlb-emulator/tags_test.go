@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -57,6 +58,33 @@ func TestServeRejectsBadSecurityFlags(t *testing.T) {
 		var out, errOut syncBuffer
 		if code := serve(context.Background(), args, &out, &errOut); code == 0 {
 			t.Errorf("%v: exit 0", args)
+		}
+	}
+}
+
+// TestServeRejectsBadNetworkFlags: the data plane's network namespace
+// flags are refused without --data-plane, without prefixes, with a bad
+// prefix or probe source, with a file that is no namespace, and a public
+// range outside both loopback and the namespace's prefixes; each with
+// exit code 2 (usage) or 1 (the emulator refused the namespace), and a
+// message naming the flag or the reason.
+func TestServeRejectsBadNetworkFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data-plane-netns", "/proc/self/ns/net", "--data-plane-prefixes", "10.224.0.0/16"}, "--data-plane-netns needs --data-plane"},
+		{[]string{"--data-plane", "--data-plane-prefixes", "10.224.0.0/16"}, "need --data-plane-netns"},
+		{[]string{"--data-plane", "--data-plane-netns", "/proc/self/ns/net"}, "needs --data-plane-prefixes"},
+		{[]string{"--data-plane", "--data-plane-netns", "/proc/self/ns/net", "--data-plane-prefixes", "bogus"}, "--data-plane-prefixes"},
+		{[]string{"--data-plane", "--data-plane-netns", "/proc/self/ns/net", "--data-plane-prefixes", "10.224.0.0/16", "--data-plane-probe-source", "x"}, "--data-plane-probe-source"},
+		{[]string{"--data-plane", "--data-plane-netns", "/etc/hostname", "--data-plane-prefixes", "10.224.0.0/16"}, "not a network namespace"},
+		{[]string{"--data-plane", "--data-plane-netns", "/proc/self/ns/net", "--data-plane-prefixes", "10.224.0.0/16", "--public-ipv4-cidr", "198.18.0.0/24"}, "PublicIPv4CIDR"},
+		{[]string{"--data-plane", "--data-plane-netns", "/proc/self/ns/net", "--data-plane-prefixes", "127.64.0.0/16"}, "overlaps loopback"},
+	} {
+		var out, errOut syncBuffer
+		if code := serve(context.Background(), append(c.args, "--listen", "127.0.0.1:0"), &out, &errOut); code == 0 || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want an error with %q", c.args, code, errOut.String(), c.want)
 		}
 	}
 }

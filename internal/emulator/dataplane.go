@@ -31,7 +31,7 @@ func newDataPlane(o Options) *dataPlane {
 	if !ok {
 		ck = clock.RealClock{}
 	}
-	return &dataPlane{plane: dataplane.New(dataplane.Options{Clock: ck, Logger: o.DataPlaneLogger})}
+	return &dataPlane{plane: dataplane.New(dataplane.Options{Clock: ck, Logger: o.DataPlaneLogger, Network: o.DataPlaneNetwork})}
 }
 
 // syncDataPlane applies the current state to the data plane (no-op when it

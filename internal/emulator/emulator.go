@@ -87,6 +87,11 @@ func New(opts Options) *Emulator {
 	e.sgwPageSize.Store(int32(e.opts.ServiceGatewayPageSize))
 	e.resetState()
 	if opts.DataPlane {
+		if n := opts.DataPlaneNetwork; n != nil && e.configErr == nil {
+			if err := n.Check(); err != nil {
+				e.configErr, opts.DataPlaneNetwork = err, nil // nothing is served in it
+			}
+		}
 		e.dp = newDataPlane(opts)
 	}
 	return e

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/azlb/azlb/internal/emulator/dataplane"
 )
 
 // Default identity and ranges used when Options leaves them empty.
@@ -83,6 +85,15 @@ type Options struct {
 	// DataPlaneLogger receives the data plane's state changes (probe
 	// transitions, frontends it cannot listen on).
 	DataPlaneLogger klog.Logger
+	// DataPlaneNetwork, with DataPlane, is a network namespace the data
+	// plane serves beside loopback: real nodes (internal/localcluster).
+	// Frontends and members in its prefixes are served there as Azure
+	// serves a VM (the client's address kept, floating IP delivered to the
+	// frontend's address; docs/data-plane.md, Real nodes), and
+	// PublicIPv4CIDR may then be inside its prefixes instead of loopback.
+	// The namespace must route nowhere off the machine (Start refuses it
+	// otherwise).
+	DataPlaneNetwork *dataplane.Network
 	// InternetPrefixes are the source addresses the data plane's network
 	// security groups count as the Internet service tag, except those
 	// inside a virtual network's address space (VirtualNetwork). nil
@@ -207,8 +218,11 @@ func (o Options) validate() error {
 	if v4.Bits() > 30 {
 		return fmt.Errorf("emulator: PublicIPv4CIDR %q is too small (need /30 or larger)", o.PublicIPv4CIDR)
 	}
-	if o.DataPlane && (!v4.Addr().IsLoopback() || v4.Bits() < 8) {
-		return fmt.Errorf("emulator: PublicIPv4CIDR %q must be inside 127.0.0.0/8 when the data plane is on (it listens on loopback only)", o.PublicIPv4CIDR)
+	if o.DataPlaneNetwork != nil && !o.DataPlane {
+		return fmt.Errorf("emulator: DataPlaneNetwork needs DataPlane")
+	}
+	if o.DataPlane && (!v4.Addr().IsLoopback() || v4.Bits() < 8) && !o.inDataPlaneNetwork(v4) {
+		return fmt.Errorf("emulator: PublicIPv4CIDR %q must be inside 127.0.0.0/8 when the data plane is on (it listens on loopback only), or inside the prefixes of its network namespace", o.PublicIPv4CIDR)
 	}
 	v6, err := netip.ParsePrefix(o.PublicIPv6CIDR)
 	if err != nil || !v6.Addr().Is6() || v6.Addr().Is4In6() {
@@ -233,6 +247,20 @@ func (o Options) validate() error {
 		return fmt.Errorf("emulator: PublicIPv6CIDR %q is too small (need /120 or larger)", o.PublicIPv6CIDR)
 	}
 	return nil
+}
+
+// inDataPlaneNetwork reports whether p lies inside one of the data plane
+// network's prefixes.
+func (o Options) inDataPlaneNetwork(p netip.Prefix) bool {
+	if o.DataPlaneNetwork == nil {
+		return false
+	}
+	for _, q := range o.DataPlaneNetwork.Prefixes {
+		if q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
 }
 
 // validateServiceGateway checks the service gateway settings.

@@ -38,6 +38,11 @@ func Start(opts Options, addr string, plainHTTP bool) (*Server, error) {
 	if err := opts.withDefaults().validate(); err != nil {
 		return nil, err
 	}
+	if n := opts.DataPlaneNetwork; n != nil {
+		if err := n.Check(); err != nil {
+			return nil, err
+		}
+	}
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}

@@ -138,8 +138,9 @@ type Probe struct {
 	AllProbedUp bool
 }
 
-// check reports why a rule cannot be served, "" when it can.
-func (r *Rule) check() string {
+// check reports why a rule cannot be served, "" when it can; inNet says
+// its frontend is in the data plane's Network.
+func (r *Rule) check(inNet bool) string {
 	switch {
 	case r.Unserved != "":
 		return r.Unserved
@@ -147,8 +148,10 @@ func (r *Rule) check() string {
 		return "the rule has no id"
 	case !r.Frontend.Addr().IsValid():
 		return "the frontend has no IP address"
-	case r.Frontend.Addr().Is4() && !r.Frontend.Addr().IsLoopback():
-		return fmt.Sprintf("frontend %s is not a loopback address (the data plane listens on 127.0.0.0/8 only)", r.Frontend.Addr())
+	case r.Frontend.Addr().Is4() && !r.Frontend.Addr().IsLoopback() && !inNet:
+		return fmt.Sprintf("frontend %s is not a loopback address (the data plane listens on 127.0.0.0/8 only, and on its network namespace's prefixes)", r.Frontend.Addr())
+	case inNet && (r.SourceNAT.IsValid() || r.ProxyProtocol):
+		return "private endpoints are served on loopback only"
 	case r.Frontend.Port() == 0:
 		return "frontend port 0 (HA ports) is not served"
 	case r.Protocol != ProtocolTCP && r.Protocol != ProtocolUDP:

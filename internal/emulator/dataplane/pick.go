@@ -13,13 +13,23 @@ type memberRT struct {
 	Member
 	health *target
 	stats  *memberStats
+	// net is the network namespace the member is reached in (nil:
+	// loopback); unreach marks a member the rule's network cannot reach
+	// (outside its namespace's prefixes).
+	net     *netNS
+	unreach bool
+}
+
+// reach reports whether the data plane may connect to the member.
+func (m *memberRT) reach() bool {
+	return !m.unreach && (m.net != nil || reachable(m.dialAddr()))
 }
 
 // eligible reports whether m may take a new flow of a rule (probed says
 // whether the rule has a probe). Azure applies admin states only on rules
 // with a probe; without one every member takes new flows.
 func (m *memberRT) eligible(probed bool) bool {
-	if !reachable(m.dialAddr()) {
+	if !m.reach() {
 		return false
 	}
 	if !probed {
@@ -58,7 +68,7 @@ func pick(members []memberRT, probed, allProbedUp bool, dist Distribution, proto
 	}
 	if best < 0 && probed && allProbedUp {
 		for i := range members {
-			if reachable(members[i].dialAddr()) && members[i].AdminState != AdminDown {
+			if members[i].reach() && members[i].AdminState != AdminDown {
 				consider(i)
 			}
 		}

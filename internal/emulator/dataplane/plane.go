@@ -39,6 +39,9 @@ type Options struct {
 	// SweepInterval is how often idle flows and drain periods are checked
 	// (default 1 s).
 	SweepInterval time.Duration
+	// Network, when set, is a network namespace served beside loopback
+	// (real nodes: see Network).
+	Network *Network
 }
 
 // Plane is the emulated data plane. Apply hands it the desired state;
@@ -58,6 +61,8 @@ type Plane struct {
 
 	egress egressTable // outbound routes of pods (egress.go)
 
+	net *netNS // Options.Network at run time; nil without one
+
 	stopSweep chan struct{}
 	wg        sync.WaitGroup
 }
@@ -70,6 +75,7 @@ type ruleState struct {
 
 	mu       sync.Mutex
 	cfg      Rule
+	via      *netNS // the namespace the rule is served in; nil: loopback
 	unserved string
 	members  []memberRT
 	stats    map[netip.Addr]*memberStats
@@ -178,9 +184,30 @@ func New(o Options) *Plane {
 	p.prober = &prober{clock: o.Clock, timeout: o.ProbeTimeout, wg: &p.wg,
 		logf:   func(format string, args ...any) { o.Logger.Info(fmt.Sprintf(format, args...)) },
 		denied: func(v Verdict) { p.countDenied(v, true) }}
+	if o.Network != nil {
+		p.net = newNetNS(o.Network)
+	}
 	p.wg.Add(1)
 	go p.sweep()
 	return p
+}
+
+// viaFor is the namespace a frontend address is served in (nil:
+// loopback).
+func (p *Plane) viaFor(a netip.Addr) *netNS {
+	if p.net != nil && p.net.cfg.contains(a) {
+		return p.net
+	}
+	return nil
+}
+
+// reachableVia reports whether a rule served via (nil: loopback) may
+// connect to a member at a.
+func reachableVia(via *netNS, a netip.Addr) bool {
+	if via != nil {
+		return via.cfg.contains(a)
+	}
+	return reachable(a)
 }
 
 // Apply makes cfg the served state: listeners open and close, probes
@@ -212,7 +239,11 @@ func (p *Plane) Apply(cfg Config) {
 			rs = &ruleState{p: p, stats: map[netip.Addr]*memberStats{}, flows: map[*flow]struct{}{}}
 			p.rules[id] = rs
 		}
-		reason := r.check()
+		via := p.viaFor(r.Frontend.Addr())
+		reason := r.check(via != nil)
+		if reason == "" && via != nil && via.err != nil {
+			reason = via.err.Error()
+		}
 		if reason == "" {
 			if other, dup := claimed[socket{r.Frontend, r.Protocol}]; dup {
 				reason = fmt.Sprintf("frontend %s (%s) is already served by rule %s", r.Frontend, r.Protocol, other)
@@ -223,12 +254,12 @@ func (p *Plane) Apply(cfg Config) {
 		if reason == "" && r.Probe != nil {
 			for _, m := range r.Members {
 				k := healthKey{strings.ToLower(r.Probe.ID), m.Addr}
-				if _, dup := want[k]; !dup && reachable(m.dialAddr()) {
-					want[k] = probeWant{probe: *r.Probe, sec: m.Security, dial: m.dialAddr()}
+				if _, dup := want[k]; !dup && reachableVia(via, m.dialAddr()) {
+					want[k] = probeWant{probe: *r.Probe, sec: m.Security, dial: m.dialAddr(), net: via}
 				}
 			}
 		}
-		p.setRule(rs, r, reason)
+		p.setRule(rs, r, via, reason)
 		applied = append(applied, rs)
 	}
 	for id, rs := range p.rules {
@@ -250,14 +281,15 @@ type probeWant struct {
 	probe Probe
 	sec   *Security
 	dial  netip.Addr // where the member is reached (Member.Dial)
+	net   *netNS     // the namespace it is reached in; nil: loopback
 }
 
 // setRule installs r as rs's configuration: its listener follows the
 // frontend, and flows of members that left the rule drain.
-func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
+func (p *Plane) setRule(rs *ruleState, r Rule, via *netNS, reason string) {
 	rs.mu.Lock()
 	rs.cfg, rs.unserved = r, reason
-	if reason != "" || (rs.served() && (rs.lnAddr != r.Frontend || rs.lnProto != r.Protocol)) {
+	if reason != "" || (rs.served() && (rs.lnAddr != r.Frontend || rs.lnProto != r.Protocol || rs.via != via)) {
 		p.closeListenerLocked(rs)
 	}
 	if reason != "" {
@@ -281,6 +313,7 @@ func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
 			f.drainAt = p.o.Clock.Now().Add(r.DrainPeriod)
 		}
 	}
+	rs.via = via
 	rs.mu.Unlock()
 	for _, f := range gone {
 		rs.counters.drainResets.Add(1)
@@ -295,15 +328,20 @@ func (p *Plane) setRule(rs *ruleState, r Rule, reason string) {
 // reason and retried by the sweeper.
 func (p *Plane) listen(rs *ruleState) {
 	rs.mu.Lock()
-	fe, proto := rs.cfg.Frontend, rs.cfg.Protocol
+	fe, proto, via := rs.cfg.Frontend, rs.cfg.Protocol, rs.via
 	rs.mu.Unlock()
 	var ln net.Listener
 	var pc *net.UDPConn
-	// An IPv6 frontend is served only where the machine routes it to its
-	// loopback device; it is bound with FreeBind (no interface holds it).
-	err := Loopback(fe.Addr())
-	if err == nil {
-		ln, pc, err = listenOn(proto, fe)
+	var err error
+	if via != nil {
+		ln, pc, err = via.listen(proto, fe)
+	} else {
+		// An IPv6 frontend is served only where the machine routes it to
+		// its loopback device; it is bound with FreeBind (no interface
+		// holds it).
+		if err = Loopback(fe.Addr()); err == nil {
+			ln, pc, err = listenOn(proto, fe)
+		}
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -400,7 +438,7 @@ func (p *Plane) syncTargets(want map[healthKey]probeWant) {
 		if _, ok := p.targets[k]; ok {
 			continue
 		}
-		t := &target{key: k, dial: w.dial, probe: w.probe, sec: w.sec}
+		t := &target{key: k, dial: w.dial, net: w.net, probe: w.probe, sec: w.sec}
 		p.targets[k] = t
 		p.prober.start(t)
 	}
@@ -423,6 +461,9 @@ func (rs *ruleState) resolve(targets map[healthKey]*target) {
 			rs.stats[m.Addr] = st
 		}
 		rt := memberRT{Member: m, stats: st}
+		if rs.via != nil {
+			rt.net, rt.unreach = rs.via, !rs.via.cfg.contains(m.dialAddr())
+		}
 		if rs.cfg.Probe != nil {
 			rt.health = targets[healthKey{strings.ToLower(rs.cfg.Probe.ID), m.Addr}]
 		}
@@ -463,7 +504,7 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	src, _ := netip.ParseAddrPort(client.RemoteAddr().String())
 	dst, _ := netip.ParseAddrPort(client.LocalAddr().String())
 	rs.mu.Lock()
-	cfg := rs.cfg
+	cfg, via := rs.cfg, rs.via
 	i, ok := pick(rs.members, cfg.Probe != nil, cfg.Probe != nil && cfg.Probe.AllProbedUp, cfg.Distribution, protoTCP, src, dst)
 	var m memberRT
 	if ok {
@@ -488,17 +529,25 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 		resetConn(client)
 		return
 	}
-	// The member sees the flow come from the frontend's address: a relay
-	// cannot keep the client's, and this tells a member serving several
-	// frontends on one port (floating IP) which one the flow came through.
-	d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}, Control: FreeBind}
-	bc, err := d.Dial(network(ProtocolTCP, m.dialAddr()), netip.AddrPortFrom(m.dialAddr(), cfg.BackendPort).String())
+	var bc net.Conn
+	var err error
+	if via != nil {
+		bc, err = p.dialVia(via, ProtocolTCP, cfg, m.dialAddr(), src)
+	} else {
+		// On loopback the member sees the flow come from the frontend's
+		// address: a relay cannot keep the client's, and this tells a
+		// member serving several frontends on one port (floating IP)
+		// which one the flow came through.
+		d := net.Dialer{Timeout: p.o.DialTimeout, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}, Control: FreeBind}
+		bc, err = d.Dial(network(ProtocolTCP, m.dialAddr()), netip.AddrPortFrom(m.dialAddr(), cfg.BackendPort).String())
+	}
 	if err == nil && cfg.ProxyProtocol {
 		if _, err = bc.Write(ProxyV2Header(src, dst, cfg.LinkID)); err != nil {
 			resetConn(bc)
 		}
 	}
 	if err != nil {
+		p.o.Logger.V(2).Info("Data plane could not reach a member", "rule", cfg.ID, "member", m.Addr, "err", err)
 		rs.counters.backendFailures.Add(1)
 		resetConn(client)
 		return
@@ -512,6 +561,24 @@ func (p *Plane) serve(rs *ruleState, client *net.TCPConn) {
 	rs.counters.newFlows.Add(1)
 	m.stats.newFlows.Add(1)
 	f.relay(p.o.Clock.Now)
+}
+
+// dialVia opens a flow's connection to a member in the rule's namespace,
+// as Azure delivers it to a VM: from the client's own address and port;
+// floating IP off, to the member's address and the backend port; on, to
+// the frontend's address and the backend port, routed to the member.
+func (p *Plane) dialVia(via *netNS, proto Protocol, cfg Rule, member netip.Addr, client netip.AddrPort) (net.Conn, error) {
+	dst, mark := netip.AddrPortFrom(member, cfg.BackendPort), uint32(0)
+	if cfg.FloatingIP {
+		var err error
+		if mark, err = via.routeTo(member); err != nil {
+			return nil, err
+		}
+		dst = netip.AddrPortFrom(cfg.Frontend.Addr(), cfg.BackendPort)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.o.DialTimeout)
+	defer cancel()
+	return via.dial(ctx, proto, client, dst, mark)
 }
 
 // securityDst is a flow's destination as the member's security groups see
@@ -590,7 +657,7 @@ func (p *Plane) sweepOnce() {
 				}
 			}
 		}
-		retry := !rs.served() && rs.cfg.check() == "" && strings.HasPrefix(rs.unserved, "listen: ")
+		retry := !rs.served() && rs.cfg.check(rs.via != nil) == "" && strings.HasPrefix(rs.unserved, "listen: ")
 		udp := rs.udp
 		rs.mu.Unlock()
 		if udp != nil && idle > 0 {
@@ -622,5 +689,6 @@ func (p *Plane) Close() error {
 	close(p.stopSweep)
 	p.mu.Unlock()
 	p.wg.Wait()
+	p.net.close()
 	return nil
 }

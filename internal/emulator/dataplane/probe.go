@@ -30,6 +30,7 @@ type healthKey struct {
 type target struct {
 	key  healthKey
 	dial netip.Addr // where the member is reached (Member.Dial; fixed for its address)
+	net  *netNS     // the namespace it is reached in; nil: loopback
 
 	mu        sync.Mutex
 	probe     Probe
@@ -169,7 +170,7 @@ func (p *prober) guarded(ctx context.Context, t *target, pr Probe) (down bool, e
 			return false, fmt.Errorf("%w: %s", ErrProbeDenied, v)
 		}
 	}
-	return p.once(ctx, pr, t.dial)
+	return p.once(ctx, pr, t.dial, t.net)
 }
 
 // errNotOK is an HTTP probe answered with a status other than 200.
@@ -177,16 +178,28 @@ var errNotOK = errors.New("probe answered with a status other than 200 OK")
 
 // once sends one probe. down reports an answer that takes the member out
 // at once (an HTTP status other than 200).
-func (p *prober) once(ctx context.Context, pr Probe, addr netip.Addr) (down bool, err error) {
-	if err := Loopback(addr); err != nil {
-		return false, fmt.Errorf("not probed: %w", err)
+func (p *prober) once(ctx context.Context, pr Probe, addr netip.Addr, via *netNS) (down bool, err error) {
+	if via == nil {
+		if err := Loopback(addr); err != nil {
+			return false, fmt.Errorf("not probed: %w", err)
+		}
 	}
 	timeout := min(pr.Interval, p.timeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hostPort := net.JoinHostPort(addr.String(), strconv.Itoa(int(pr.Port)))
-	d := net.Dialer{}
-	conn, err := d.DialContext(ctx, network(ProtocolTCP, addr), hostPort)
+	var conn net.Conn
+	if via != nil {
+		// From Azure's probe address where the nodes route it back.
+		var src netip.AddrPort
+		if s := via.cfg.ProbeSource; s.IsValid() && s.Is4() == addr.Is4() {
+			src = netip.AddrPortFrom(s, 0)
+		}
+		conn, err = via.dial(ctx, ProtocolTCP, src, netip.AddrPortFrom(addr, pr.Port), 0)
+	} else {
+		d := net.Dialer{}
+		conn, err = d.DialContext(ctx, network(ProtocolTCP, addr), hostPort)
+	}
 	if err != nil {
 		return false, err
 	}

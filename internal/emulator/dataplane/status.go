@@ -33,12 +33,15 @@ type DeniedStatus struct {
 // RuleStatus is one rule: its configuration as served, why it is not
 // served (if so), its counters and its members.
 type RuleStatus struct {
-	ID           string `json:"id"`
-	Frontend     string `json:"frontend"`
-	Protocol     string `json:"protocol"`
-	BackendPort  int    `json:"backendPort"`
-	Served       bool   `json:"served"`
-	Reason       string `json:"reason,omitempty"`
+	ID          string `json:"id"`
+	Frontend    string `json:"frontend"`
+	Protocol    string `json:"protocol"`
+	BackendPort int    `json:"backendPort"`
+	Served      bool   `json:"served"`
+	Reason      string `json:"reason,omitempty"`
+	// Namespace is the network namespace the rule is served in (its
+	// frontend is in Options.Network's prefixes); empty: on loopback.
+	Namespace    string `json:"namespace,omitempty"`
 	IdleTimeout  string `json:"idleTimeout"`
 	TCPReset     bool   `json:"tcpReset"`
 	FloatingIP   bool   `json:"floatingIP"`
@@ -89,7 +92,7 @@ type MemberStatus struct {
 	Address    string `json:"address"`
 	AdminState string `json:"adminState"`
 	// Health is Up or Down as probed, or Unprobed (the rule has no probe,
-	// or the address is not on loopback).
+	// or the address is neither on loopback nor in the rule's namespace).
 	Health string `json:"health"`
 	// Probes counts the probes sent to the member under the rule's probe.
 	Probes         uint64 `json:"probes"`
@@ -171,6 +174,9 @@ func (rs *ruleState) status() RuleStatus {
 	}
 	if !c.Frontend.IsValid() {
 		st.Frontend = ""
+	}
+	if rs.via != nil {
+		st.Namespace = rs.via.cfg.NetNS
 	}
 	if c.Probe != nil {
 		st.Probe = &ProbeStatus{ID: c.Probe.ID, Protocol: c.Probe.Protocol, Port: int(c.Probe.Port), Path: c.Probe.Path,

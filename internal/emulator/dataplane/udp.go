@@ -74,7 +74,7 @@ func (s *udpServer) flowFor(client netip.AddrPort) *udpFlow {
 	f := s.flows[client]
 	s.mu.Unlock()
 	rs.mu.Lock()
-	cfg := rs.cfg
+	cfg, via := rs.cfg, rs.via
 	probed := cfg.Probe != nil
 	if f != nil {
 		for i := range rs.members {
@@ -105,8 +105,14 @@ func (s *udpServer) flowFor(client netip.AddrPort) *udpFlow {
 		s.p.countDenied(v, false)
 		return nil
 	}
-	d := net.Dialer{LocalAddr: &net.UDPAddr{IP: cfg.Frontend.Addr().AsSlice()}, Control: FreeBind}
-	c, err := d.Dial(network(ProtocolUDP, m.dialAddr()), netip.AddrPortFrom(m.dialAddr(), cfg.BackendPort).String())
+	var c net.Conn
+	var err error
+	if via != nil {
+		c, err = s.p.dialVia(via, ProtocolUDP, cfg, m.dialAddr(), client)
+	} else {
+		d := net.Dialer{LocalAddr: &net.UDPAddr{IP: cfg.Frontend.Addr().AsSlice()}, Control: FreeBind}
+		c, err = d.Dial(network(ProtocolUDP, m.dialAddr()), netip.AddrPortFrom(m.dialAddr(), cfg.BackendPort).String())
+	}
 	if err != nil {
 		rs.counters.backendFailures.Add(1)
 		return nil
