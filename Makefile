@@ -126,7 +126,8 @@ golangci:
 	$(BIN)/golangci-lint run --allow-serial-runners --timeout 15m $(PKGS)
 	cd hack/tools/image && $(BIN)/golangci-lint run --allow-serial-runners --timeout 15m ./...
 
-sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container|basic; runs in the background)
+sandbox: build tools ## start emulator + kube-apiserver + controller with a demo cluster (SANDBOX=multi|nic|container|basic|nodes; runs in the background)
+	@if [ "$(SANDBOX)" = nodes ]; then ./hack/node-packages.sh && ./hack/build-tools.sh cluster; fi
 	@./hack/ipv6-loopback.sh || echo "sandbox: going on without IPv6 frontends on loopback (see above)" >&2
 	$(BIN)/azlb sandbox up --dir .sandbox --bin $(BIN) --variant $(or $(SANDBOX),multi)
 

@@ -1,6 +1,6 @@
 // Command azlb is the azlb command-line tool:
 //
-//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container|basic]
+//	azlb sandbox up [--dir .sandbox] [--bin bin] [--variant multi|nic|container|basic|nodes]
 //	                                                                 start the whole system on this machine
 //	azlb sandbox restart [--dir .sandbox] [--timeout 1m]             restart its controller (azure.json read afresh),
 //	                                                                 wait until it serves and an ARM call of it succeeds;
@@ -58,7 +58,7 @@ func main() {
 }
 
 const usage = `usage:
-  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic]
+  azlb sandbox up [--dir .sandbox] [--bin bin] [--rbac deploy/rbac.yaml] [--secure-port 10258] [--variant multi|nic|container|basic|nodes]
   azlb sandbox restart [--dir .sandbox] [--timeout 1m]
   azlb sandbox down [--dir .sandbox]
   azlb sandbox egress-curl [--dir .sandbox] [NAMESPACE/]POD [URL]
@@ -113,7 +113,7 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 	port := fs.Int("secure-port", 10258, "controller manager /metrics and /healthz port on 127.0.0.1")
 	variant := fs.String("variant", sandbox.VariantMulti, "the demo cluster: "+sandbox.VariantMulti+" (two Standard load balancers, IP-based pools), "+
 		sandbox.VariantNIC+" (NIC-based pools over emulated VMs), "+sandbox.VariantContainer+" (pod-based load balancing through a service gateway) or "+
-		sandbox.VariantBasic+" (a cluster on retired Basic load balancers, to migrate)")
+		sandbox.VariantBasic+" (a cluster on retired Basic load balancers, to migrate) or "+sandbox.VariantNodes+" (3 real nodes: containerd, kubelet, kube-proxy; needs root)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +138,9 @@ func sandboxUp(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case sandbox.VariantBasic:
 		fmt.Fprintf(out, basicHelp, *dir)
+		return nil
+	case sandbox.VariantNodes:
+		fmt.Fprintf(out, nodesHelp, *dir)
 		return nil
 	case sandbox.VariantContainer:
 		fmt.Fprintf(out, `
@@ -337,3 +340,18 @@ func classFlag(fs *flag.FlagSet) *lbclass.Class {
 	})
 	return class
 }
+
+const nodesHelp = `
+The real-nodes sandbox is running: 3 nodes (kubelet, containerd, kube-proxy), azlb as their cloud
+controller manager, the emulated load balancer carrying traffic to them. Try:
+
+  export KUBECONFIG=%[1]s/kubeconfig
+  bin/kubectl get nodes -o wide                # initialized by azlb from their emulated VMs
+  WEB=$(bin/kubectl get svc -n demo web -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+  curl http://$WEB/clientip                    # the pod sees your address (externalTrafficPolicy Local)
+  curl http://$WEB/hostname                    # the pod that served it
+  bin/kubectl -n demo scale deploy web --replicas=1   # the nodes left without a pod fail their probe
+  bin/azlb status
+
+Files: %[1]s (azure.json, kubeconfig, emulator-ca.pem, logs/, cluster/logs/). Stop everything with: make sandbox-down
+`

@@ -6,7 +6,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -79,7 +78,10 @@ func Up(ctx context.Context, o Options) error {
 	// The emulator keeps its state in memory, so the cluster starts afresh
 	// too: a previous run's etcd data would describe Azure objects that no
 	// longer exist.
-	for _, stale := range []string{"kube", "logs"} {
+	if err := downNodes(o.Dir); err != nil { // a nodes sandbox whose processes died
+		return err
+	}
+	for _, stale := range []string{"kube", "logs", ClusterDir} {
 		if err := os.RemoveAll(filepath.Join(o.Dir, stale)); err != nil {
 			return err
 		}
@@ -90,6 +92,13 @@ func Up(ctx context.Context, o Options) error {
 	}
 	step := func(format string, args ...any) {
 		fmt.Fprintf(o.Out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	if o.Variant == VariantNodes {
+		if err := upNodes(ctx, o, logs, step); err != nil {
+			return err
+		}
+		step("sandbox ready")
+		return nil
 	}
 
 	// 1. The ARM emulator.
@@ -361,20 +370,26 @@ func lastLogEntry(path string) string {
 	return strings.Join(entry, "\n")
 }
 
-// Down stops every process Up started and leaves the files in place.
+// Down stops every process Up started and leaves the files in place
+// (the nodes variant's cluster is torn down: its nodes, mounts and network
+// namespaces; its logs stay).
 func Down(dir string) {
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-node-agent.pid"))
 	stopNodeManagers(dir)
 	devenv.StopPIDFile(filepath.Join(dir, controllerPIDFile))
 	devenv.StopDetached(filepath.Join(dir, "kube"))
 	devenv.StopPIDFile(filepath.Join(dir, "azlb-emulator.pid"))
+	if err := downNodes(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox: tearing down the nodes: %v\n", err)
+	}
 }
 
 // running reports whether a process of the pid files (under dir; default:
 // every process of the sandbox) runs.
 func running(dir string, pidFiles ...string) bool {
 	if len(pidFiles) == 0 {
-		pidFiles = []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid")}
+		pidFiles = []string{"azlb-emulator.pid", "azlb-controller-manager.pid", "azlb-node-agent.pid", filepath.Join("kube", "kube-apiserver.pid"),
+			filepath.Join(ClusterDir, "kube", "kube-apiserver.pid")}
 	}
 	for _, f := range pidFiles {
 		b, err := os.ReadFile(filepath.Join(dir, f))
@@ -431,25 +446,7 @@ func startDetached(dir, name, logPath, bin string, args ...string) error {
 // returns the first whitespace-separated word of that line that starts
 // with it.
 func waitForLine(ctx context.Context, path, marker string) (string, error) {
-	var found string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		f, err := os.Open(path)
-		if err != nil {
-			return false, nil
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			for _, w := range strings.Fields(sc.Text()) {
-				if strings.HasPrefix(w, marker) {
-					found = strings.TrimRight(w, ",;")
-					return true, nil
-				}
-			}
-		}
-		return false, nil
-	})
-	return found, err
+	return devenv.WaitForWord(ctx, path, marker, 20*time.Second)
 }
 
 func waitIngress(ctx context.Context, cs kubernetes.Interface, ns, name string) (string, error) {

@@ -35,7 +35,7 @@ const (
 )
 
 // Variants lists the variants Up knows.
-var Variants = []string{VariantMulti, VariantNIC, VariantContainer, VariantBasic}
+var Variants = []string{VariantMulti, VariantNIC, VariantContainer, VariantBasic, VariantNodes}
 
 func knownVariant(v string) bool {
 	return v == "" || slices.Contains(Variants, v)
