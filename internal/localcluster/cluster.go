@@ -124,7 +124,11 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	p, err := NewPlan(slot, o.Nodes)
+	if err == nil {
+		err = checkSocketPaths(dir, p)
+	}
 	if err != nil {
+		releaseSlot(slot)
 		return nil, err
 	}
 	c = &Cluster{Plan: p, Dir: dir, LBNetNS: netnsPath(dir, p.lb),
@@ -482,8 +486,30 @@ func (c *Cluster) Down(ctx context.Context) error {
 	return err
 }
 
-// slotsDir holds one directory per claimed slot.
-const slotsDir = "/run/azlb-localcluster"
+// maxSocketPath is the longest path a unix socket can have (sun_path
+// holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// checkSocketPaths refuses a cluster directory so deep that the nodes'
+// unix sockets under it (containerd's, kubelet's device plugin and pod
+// resources sockets) would not fit a socket address: containerd and
+// kubelet would exit at start with an error far from the cause.
+func checkSocketPaths(dir string, p Plan) error {
+	for _, n := range p.Nodes {
+		d := dirsOf(dir, n)
+		for _, s := range []string{d.socket + ".ttrpc", filepath.Join(d.kubelet, "device-plugins", "kubelet.sock"), filepath.Join(d.kubelet, "pod-resources", "kubelet.sock")} {
+			if len(s) > maxSocketPath {
+				return fmt.Errorf("cluster directory %s is too deep: the socket %s would be %d bytes, more than a unix socket's %d; use a directory at least %d bytes shorter",
+					dir, s, len(s), maxSocketPath, len(s)-maxSocketPath)
+			}
+		}
+	}
+	return nil
+}
+
+// slotsDir holds one directory per claimed slot (a variable for the
+// tests of the claim).
+var slotsDir = "/run/azlb-localcluster"
 
 func slotDir(slot int) string { return filepath.Join(slotsDir, "slot-"+strconv.Itoa(slot)) }
 
@@ -499,9 +525,6 @@ type owner struct {
 // process died, or a detached cluster whose processes all exited) is torn
 // down and taken.
 func claimSlot(ctx context.Context, dir string, detached bool) (int, error) {
-	if err := os.MkdirAll(slotsDir, 0o755); err != nil {
-		return 0, err
-	}
 	me := owner{Dir: dir, PID: os.Getpid(), Detached: detached}
 	me.Start, _ = startTime(me.PID)
 	b, err := json.Marshal(me)
@@ -509,7 +532,7 @@ func claimSlot(ctx context.Context, dir string, detached bool) (int, error) {
 		return 0, err
 	}
 	for s := range MaxSlots {
-		if err := os.Mkdir(slotDir(s), 0o755); err != nil {
+		if err := mkSlot(s); err != nil {
 			if !os.IsExist(err) {
 				return 0, err
 			}
@@ -523,8 +546,11 @@ func claimSlot(ctx context.Context, dir string, detached bool) (int, error) {
 				}
 			}
 			releaseSlot(s)
-			if err := os.Mkdir(slotDir(s), 0o755); err != nil {
-				continue // taken meanwhile
+			if err := mkSlot(s); err != nil {
+				if os.IsExist(err) {
+					continue // taken meanwhile
+				}
+				return 0, err
 			}
 		}
 		if err := os.WriteFile(filepath.Join(slotDir(s), "owner.json"), b, 0o600); err != nil {
@@ -534,6 +560,23 @@ func claimSlot(ctx context.Context, dir string, detached bool) (int, error) {
 		return s, nil
 	}
 	return 0, fmt.Errorf("all %d slots of %s are taken by running clusters", MaxSlots, slotsDir)
+}
+
+// mkSlot creates slot's directory (an error satisfying os.IsExist if it
+// is claimed). The slots directory is created as needed: a tear-down
+// (Down of a stale owner's cluster, here or in another process) removes
+// it once it is empty, so it may vanish between two claims.
+func mkSlot(slot int) error {
+	var err error
+	for range 3 {
+		if err = os.MkdirAll(slotsDir, 0o755); err != nil {
+			return err
+		}
+		if err = os.Mkdir(slotDir(slot), 0o755); !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return err
 }
 
 func readOwner(slot int) (owner, error) {

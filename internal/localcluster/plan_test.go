@@ -158,3 +158,51 @@ func TestNodeConfigsStayInTheNodesDirectory(t *testing.T) {
 		t.Errorf("kubelet config:\n%s", kc)
 	}
 }
+
+// TestClaimSlotAfterTheSlotsDirectoryWent: a tear-down removes the slots
+// directory once it is empty (Down of a stale owner's cluster, which
+// claimSlot itself runs); a claim afterwards creates it again instead of
+// failing with "no such file or directory" (make sandbox SANDBOX=nodes did).
+func TestClaimSlotAfterTheSlotsDirectoryWent(t *testing.T) {
+	old := slotsDir
+	t.Cleanup(func() { slotsDir = old })
+	slotsDir = filepath.Join(t.TempDir(), "slots")
+	s, err := claimSlot(t.Context(), t.TempDir(), false)
+	if err != nil || s != 0 {
+		t.Fatalf("first claim: slot %d, %v", s, err)
+	}
+	releaseSlot(s)
+	removeIfEmptyTree(slotsDir)
+	if _, err := os.Stat(slotsDir); !os.IsNotExist(err) {
+		t.Fatalf("the empty slots directory is still there: %v", err)
+	}
+	if err := mkSlot(1); err != nil {
+		t.Fatalf("mkSlot after the slots directory went: %v", err)
+	}
+	if err := mkSlot(1); !os.IsExist(err) {
+		t.Fatalf("a claimed slot again: %v, want an error satisfying os.IsExist", err)
+	}
+	s, err = claimSlot(t.Context(), t.TempDir(), false)
+	if err != nil || s != 0 {
+		t.Fatalf("claim with slot 1 taken: slot %d, %v", s, err)
+	}
+}
+
+// TestDeepClusterDirectoryIsRefused: a cluster directory whose nodes'
+// sockets would not fit a unix socket address is refused with the path
+// and by how much, before anything starts (containerd exited "before
+// serving" otherwise, under the README test's temporary directory).
+func TestDeepClusterDirectoryIsRefused(t *testing.T) {
+	p, err := NewPlan(0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkSocketPaths("/work/azlb/.sandbox/cluster", p); err != nil {
+		t.Errorf("a usual directory: %v", err)
+	}
+	deep := "/tmp/" + strings.Repeat("d", 60) + "/azlb/.sandbox/cluster"
+	err = checkSocketPaths(deep, p)
+	if err == nil || !strings.Contains(err.Error(), deep) || !strings.Contains(err.Error(), ".sock") {
+		t.Errorf("a deep directory: %v, want the refusal naming it and the socket", err)
+	}
+}
