@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  ?= ./...
 # Unit and integration packages: everything but the end-to-end and chaos suites.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart -e /test/chaos -e /test/cluster)
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /test/e2e -e /test/image -e /test/chart -e /test/chaos -e /test/cluster -e /test/k8se2e)
 comma := ,
 BIN   := $(CURDIR)/bin
 TEST_FLAGS ?= -race -count=1 -timeout 20m
@@ -31,7 +31,7 @@ IMAGES          := azlb-controller-manager azlb-node-manager azlb-emulator
 OUT             := $(CURDIR)/_out
 IMAGE_TOOL       = $(GO) -C hack/tools/image
 
-.PHONY: help build tools test test-unit test-e2e test-readme test-e2e-cluster test-chaos chaos test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
+.PHONY: help build tools test test-unit test-e2e test-readme test-e2e-cluster test-k8s-e2e test-chaos chaos test-image test-chart bench lint fmt vet golangci fuzz sandbox sandbox-down clean \
 	image image-binaries build-node-image-linux push manifests update-dependencies
 
 help: ## show this help
@@ -93,6 +93,12 @@ test-readme: build tools ## play README.md's walkthroughs as written, each in a 
 
 test-e2e-cluster: build ## black-box scenarios against the cluster KUBECONFIG names and the Azure azure.json/AZURE_* name (default: the running sandbox; docs/install.md)
 	$(GO) test -count=1 -timeout 30m -v ./test/cluster/ 2>&1 | grep -E '^\s*(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+
+test-k8s-e2e: build tools ## Kubernetes' own e2e LoadBalancer specs (e2e.test v1.37.1) vs azlb on 3 real nodes, and README's SANDBOX=nodes walkthrough (root; docs/kubernetes-e2e.md)
+	./hack/node-packages.sh
+	./hack/build-tools.sh cluster helm
+	AZLB_K8S_E2E=1 AZLB_E2E_RACE=1 $(GO) test -count=1 -timeout 80m -v ./test/k8se2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|^ ' ; exit $${PIPESTATUS[0]}
+	AZLB_README_RUN=1 AZLB_README_NODES=1 AZLB_README_ONLY=-nodes $(GO) test -race -count=1 -timeout 30m -v -run TestWalkthroughs ./test/readme/ 2>&1 | grep -E '^\s*(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|README.md:' ; exit $${PIPESTATUS[0]}
 
 test-chaos: ## short reliability suites (fault mix, crashes, leader failover; docs/reliability.md), a few minutes
 	./hack/build-tools.sh kube-apiserver etcd helm

@@ -99,6 +99,22 @@ var checks = map[string]check{
 	`bin/kubectl get events -n demo # BasicLoadBalancerMigration, PublicIPMadeStatic, PublicIPUpgraded`: {eventually: 30 * time.Second,
 		ok: all(exit0, outHas("BasicLoadBalancerMigration", "PublicIPMadeStatic", "PublicIPUpgraded"))},
 
+	// --- SANDBOX=nodes (played by make test-k8s-e2e: AZLB_README_NODES)
+	`make sandbox SANDBOX=nodes # ... "sandbox ready": 3 real nodes, demo/web answers through the emulated load balancer`: {timeout: 20 * time.Minute,
+		ok: all(exit0, outHas("3 nodes Ready", "initialized the nodes", "service demo/web answers on", "sandbox ready"))},
+	`bin/kubectl get nodes # aks-nodepool1-0 to 2, Ready (azlb initialized them from their emulated VMs)`: {
+		ok: all(exit0, outMatches(`(?m)^aks-nodepool1-0\s+Ready\s`), outMatches(`(?m)^aks-nodepool1-1\s+Ready\s`), outMatches(`(?m)^aks-nodepool1-2\s+Ready\s`))},
+	`WEB=$(bin/kubectl get svc -n demo web -o jsonpath='{.status.loadBalancer.ingress[0].ip}') # 198.18.0.1: the cluster's emulated public addresses`: {
+		ok: all(exit0, varMatches("WEB", `^198\.18\.\d+\.\d+$`))},
+	`curl http://$WEB/clientip # your address and port as the pod saw them (externalTrafficPolicy Local): 198.19.0.1:PORT`: {repeat: 2,
+		ok: all(exit0, outMatches(`^198\.19\.\d+\.1:\d+\n?$`))},
+	`bin/kubectl -n demo scale deploy web --replicas=1 # two nodes are left without a pod: their health probes fail (every 5 s, 2 in a row)`: {ok: all(exit0, outHas("scaled"))},
+	`sleep 20 # until the load balancer has taken them out`:                                                                                  {ok: exit0},
+	`curl -m 2 http://$WEB/hostname # within a minute, every time: the one pod left (new connections go to its node only)`: {eventually: time.Minute, repeat: 19,
+		ok: all(exit0, outMatches(`^web-[a-z0-9]+-[a-z0-9]+\n?$`))},
+	`bin/azlb status # demo/web's frontend and rule, the 3 nodes in the pool`: {
+		ok: all(exit0, outHas("LOAD BALANCER kubernetes", "demo/web", "TCP/80->80", "aks-nodepool1-0", "aks-nodepool1-1", "aks-nodepool1-2"))},
+
 	// --- docs/install.md: the black-box suite against the sandbox
 	`make test-e2e-cluster # every scenario passes; its namespace and Azure objects are gone afterwards`: {timeout: 20 * time.Minute,
 		ok: all(exit0, outHas("--- PASS: TestCluster", "--- PASS: TestCluster/verify", "--- PASS: TestCluster/admin_state_taint"), outLacks("--- SKIP"), noNamespaceLeft)},
@@ -221,6 +237,16 @@ func varIsIP(name string) okFunc {
 	return func(p *play, _ Result) error {
 		if v := p.value(name); !ipv4.MatchString(v) {
 			return fmt.Errorf("$%s is %q, want an address of 127.64.0.0/16", name, v)
+		}
+		return nil
+	}
+}
+
+// varMatches: the shell variable's value matches re.
+func varMatches(name, re string) okFunc {
+	return func(p *play, _ Result) error {
+		if v := p.value(name); !regexp.MustCompile(re).MatchString(v) {
+			return fmt.Errorf("$%s is %q, want it to match %s", name, v, re)
 		}
 		return nil
 	}
