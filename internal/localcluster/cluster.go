@@ -257,7 +257,7 @@ func readState(dir string) (state, error) {
 }
 
 // start starts a process of the cluster and records it in state.json.
-func (c *Cluster) start(o Options, name string, bin string, args ...string) (<-chan struct{}, error) {
+func (c *Cluster) start(name, bin string, args ...string) (<-chan struct{}, error) {
 	p, done, err := startProc(c.spawn, name, filepath.Join(c.Dir, "logs", name+".log"), bin, args...)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, o Options) error {
 		return err
 	}
 	kd := kube.Dir
-	if _, err := c.start(o, "kube-controller-manager", filepath.Join(o.BinDir, "kube-controller-manager"),
+	if _, err := c.start("kube-controller-manager", filepath.Join(o.BinDir, "kube-controller-manager"),
 		"--kubeconfig", kube.Kubeconfig(userControllerManager),
 		"--authentication-kubeconfig", kube.Kubeconfig(userControllerManager),
 		"--authorization-kubeconfig", kube.Kubeconfig(userControllerManager),
@@ -314,7 +314,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, o Options) error {
 	); err != nil {
 		return err
 	}
-	if _, err := c.start(o, "kube-scheduler", filepath.Join(o.BinDir, "kube-scheduler"),
+	if _, err := c.start("kube-scheduler", filepath.Join(o.BinDir, "kube-scheduler"),
 		"--kubeconfig", kube.Kubeconfig(userScheduler),
 		"--authentication-kubeconfig", kube.Kubeconfig(userScheduler),
 		"--authorization-kubeconfig", kube.Kubeconfig(userScheduler),
@@ -336,7 +336,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, o Options) error {
 `, p.ClusterDNS, kube.Kubeconfig(userCoreDNS))), 0o600); err != nil {
 		return err
 	}
-	_, err = c.start(o, "coredns", filepath.Join(o.BinDir, "coredns"), "-conf", corefile)
+	_, err = c.start("coredns", filepath.Join(o.BinDir, "coredns"), "-conf", corefile)
 	return err
 }
 
@@ -397,7 +397,7 @@ func (c *Cluster) startNode(ctx context.Context, o Options, n NodePlan) error {
 	// containerd 1.6 puts there whatever its configuration says, go with
 	// it. Its containers' mounts and the pods' network namespace files
 	// live in that namespace only.
-	done, err := c.start(o, n.Name+"-containerd", "nsenter", "--net="+ns, "--",
+	done, err := c.start(n.Name+"-containerd", "nsenter", "--net="+ns, "--",
 		"unshare", "--mount", "--propagation", "slave", "--",
 		"/bin/sh", "-c", `mount -t tmpfs -o mode=0755 azlb-run /run && mount -t tmpfs -o mode=0755 azlb-var-lib /var/lib && exec "$0" "$@"`,
 		"containerd", "--config", d.config)
@@ -420,7 +420,7 @@ func (c *Cluster) startNode(ctx context.Context, o Options, n NodePlan) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.start(o, n.Name+"-kubelet", "nsenter", "--net="+ns, "--",
+	if _, err := c.start(n.Name+"-kubelet", "nsenter", "--net="+ns, "--",
 		"unshare", "--mount", "--propagation", "unchanged", "--",
 		"/bin/sh", "-c", wrapper, filepath.Join(o.BinDir, "kubelet"),
 		"--config", d.kubeletConfig,
@@ -433,7 +433,7 @@ func (c *Cluster) startNode(ctx context.Context, o Options, n NodePlan) error {
 	); err != nil {
 		return err
 	}
-	_, err = c.start(o, n.Name+"-kube-proxy", "nsenter", "--net="+ns, "--",
+	_, err = c.start(n.Name+"-kube-proxy", "nsenter", "--net="+ns, "--",
 		filepath.Join(o.BinDir, "kube-proxy"), "--config", d.proxyConfig, "--v", "1")
 	return err
 }

@@ -29,14 +29,14 @@ type Plan struct {
 	Public netip.Prefix
 	// ClientNet links the host to the load balancer's client side: the host
 	// is ClientIP, the load balancer LBClientIP.
-	ClientNet             netip.Prefix
-	ClientIP, LBClientIP  netip.Addr
-	HostIP, LBNodeIP      netip.Addr
-	Nodes                 []NodePlan
-	ServiceCIDR           netip.Prefix
-	ClusterDNS            netip.Addr
-	HostLink, ClientLink  string // the host's two links
-	fabric, lb, nodesName string
+	ClientNet            netip.Prefix
+	ClientIP, LBClientIP netip.Addr
+	HostIP, LBNodeIP     netip.Addr
+	Nodes                []NodePlan
+	ServiceCIDR          netip.Prefix
+	ClusterDNS           netip.Addr
+	HostLink, ClientLink string // the host's two links
+	fabric, lb           string
 }
 
 // NodePlan is one node's place in the plan.

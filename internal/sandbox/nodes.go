@@ -24,7 +24,7 @@ import (
 	"github.com/azlb/azlb/internal/localcluster"
 )
 
-// VariantNodes: a real cluster (internal/localcluster: three nodes with
+// VariantNodes is a real cluster (internal/localcluster: three nodes with
 // containerd, kubelet and kube-proxy, each in a network namespace; the
 // control plane with kube-controller-manager, kube-scheduler and CoreDNS),
 // azlb as its cloud controller manager, and the emulator's data plane
@@ -178,7 +178,7 @@ func waitClientIP(ctx context.Context, addr string, timeout time.Duration) (stri
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil && last != nil {
-		return "", fmt.Errorf("%w (last: %v)", err, last)
+		return "", fmt.Errorf("%w (last: %w)", err, last)
 	}
 	return got, err
 }

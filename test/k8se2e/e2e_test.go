@@ -144,14 +144,14 @@ func TestKubernetesE2E(t *testing.T) {
 	}
 	t.Logf("nodes initialized by azlb %v after start", time.Since(start).Round(100*time.Millisecond))
 
-	results := runE2E(t, ctx, bin, filepath.Join(out, "report"), c.Kube.AdminKubeconfig)
+	results := runE2E(ctx, t, bin, filepath.Join(out, "report"), c.Kube.AdminKubeconfig)
 	judge(t, results)
 }
 
 // runE2E runs e2e.test with the suite's specs, in parallel processes
 // (the ginkgo command, as Kubernetes' hack/ginkgo-e2e.sh does), and
 // returns the outcome of each spec from the JUnit report.
-func runE2E(t *testing.T, ctx context.Context, bin, reportDir, kubeconfig string) []specResult {
+func runE2E(ctx context.Context, t *testing.T, bin, reportDir, kubeconfig string) []specResult {
 	t.Helper()
 	if err := os.MkdirAll(reportDir, 0o755); err != nil {
 		t.Fatal(err)
