@@ -129,8 +129,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	caFile := fs.String("ca-file", defaultCAFile(), "file the generated CA certificate (PEM) is written to")
 	latency := fs.Duration("latency", 0, "latency added to every ARM call")
 	opDur := fs.Duration("operation-duration", 0, "how long asynchronous operations stay InProgress")
-	budget := fs.Int("write-budget", emulator.DefaultWriteBudget, "writes per window per subscription before 429")
-	window := fs.Duration("write-budget-window", emulator.DefaultWriteBudgetWindow, "refill window of the write budget")
+	var throttle throttleFlags
+	throttle.register(fs)
 	v4 := fs.String("public-ipv4-cidr", "", "range public IPv4 addresses are allocated from (default "+emulator.DefaultPublicIPv4CIDR+", or "+emulator.DefaultDataPlanePublicIPv4CIDR+" with --data-plane)")
 	dataPlane := fs.Bool("data-plane", false, "carry real TCP on loopback for load balancing rules whose frontend and members are loopback addresses (see docs/data-plane.md)")
 	v6 := fs.String("public-ipv6-cidr", emulator.DefaultPublicIPv6CIDR, "range public IPv6 addresses are allocated from")
@@ -157,8 +157,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "azlb-emulator: unexpected argument %q (subcommands: replay)\n", fs.Arg(0))
 		return 2
 	}
-	if *budget < 1 {
-		fmt.Fprintln(stderr, "azlb-emulator: --write-budget must be at least 1")
+	limits, err := throttle.options(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "azlb-emulator: %v\n", err)
 		return 2
 	}
 	internet, err := sec.internetPrefixes()
@@ -177,7 +178,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	srv, err := emulator.Start(emulator.Options{
 		InternetPrefixes: internet, ServiceTags: sec.tags, Features: features,
-		Latency: *latency, OperationDuration: *opDur, WriteBudget: *budget, WriteBudgetWindow: *window,
+		Latency: *latency, OperationDuration: *opDur,
+		Throttle: limits.Throttle, WriteBudget: limits.WriteBudget, WriteBudgetWindow: limits.WriteBudgetWindow,
 		PublicIPv4CIDR: *v4, PublicIPv6CIDR: *v6, DataPlane: *dataPlane, DataPlaneLogger: klog.Background().WithName("dataplane"),
 		DataPlaneNetwork:         network,
 		ServiceGatewayPOSTStatus: *sgwPost, ServiceGatewayPageSize: *sgwPage, ServiceGatewayMaxServicesPerUpdate: *sgwMax,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -110,7 +111,10 @@ func TestServeWritesCAAndShutsDown(t *testing.T) {
 }
 
 func TestServeRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--write-budget", "0"}, {"--bogus"}, {"extra"}, {"--public-ipv4-cidr", "x", "--listen", "127.0.0.1:0"},
+	for _, args := range [][]string{{"--write-budget", "0"}, {"--bogus"},
+		{"--throttle", "lenient"}, {"--throttle-reads", "250"}, {"--throttle-writes", "0:1/s"}, {"--throttle-deletes", "5:1/parsec"},
+		{"--throttle-global-factor", "0.5"}, {"--throttle", "write-budget", "--throttle-reads", "none"},
+		{"--write-budget", "500"}, {"--throttle", "off", "--write-budget-window", "1m"}, {"--throttle", "write-budget", "--write-budget-window", "0s"}, {"extra"}, {"--public-ipv4-cidr", "x", "--listen", "127.0.0.1:0"},
 		{"--data-plane", "--public-ipv4-cidr", "20.40.0.0/16", "--listen", "127.0.0.1:0"},
 		{"--feature", "SLBAllowConnectionDraining"}, {"--feature", "a/b/c"}, {"--feature", " Microsoft.Network/X"},
 		{"--additional-tenant", "x"}, {"--additional-tenant", "0b0b0b0b-0000-4000-8000-00000000000b=not-a-guid", "--listen", "127.0.0.1:0"}} {
@@ -206,6 +210,67 @@ func TestServeSGWMaxServicesPerUpdate(t *testing.T) {
 	if code := serve(context.Background(), []string{"--sgw-max-services-per-update", "-1", "--listen", "127.0.0.1:0"}, &out, &errOut); code == 0 ||
 		!strings.Contains(errOut.String(), "ServiceGatewayMaxServicesPerUpdate") {
 		t.Errorf("exit %d, stderr %q; want a refusal naming ServiceGatewayMaxServicesPerUpdate", code, errOut.String())
+	}
+}
+
+// TestServeThrottleFlags: --throttle-writes sets the write bucket of every
+// subscription and principal; the 429 says when to come back.
+func TestServeThrottleFlags(t *testing.T) {
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--http", "--throttle-writes", "1:1/h"}, &out, &errOut)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit %d: %s", code, errOut.String())
+		}
+	}()
+	re := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+) `)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no startup line; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		if m = re.FindStringSubmatch(out.String()); m == nil {
+			<-time.After(5 * time.Millisecond)
+		}
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	resp, err := hc.PostForm(m[1]+"/"+emulator.DefaultTenantID+"/oauth2/v2.0/token", map[string][]string{
+		"grant_type": {"client_credentials"}, "client_id": {emulator.DefaultClientID}, "client_secret": {emulator.DefaultClientSecret},
+		"scope": {"https://management.azure.com/.default"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	if err != nil || tok.AccessToken == "" {
+		t.Fatalf("token: %v", err)
+	}
+	put := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPut, m[1]+"/subscriptions/11111111-2222-3333-4444-555555555555/resourcegroups/rg?api-version=2021-04-01", strings.NewReader(`{"location":"eastus"}`))
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := put(); r.StatusCode != http.StatusCreated || r.Header.Get("x-ms-ratelimit-remaining-subscription-writes") != "0" {
+		t.Fatalf("first write: %d %v", r.StatusCode, r.Header)
+	}
+	if r := put(); r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "3600" {
+		t.Fatalf("second write: %d %v, want 429 with Retry-After 3600", r.StatusCode, r.Header)
 	}
 }
 

@@ -59,7 +59,7 @@ func BenchmarkNICCutoverLatency(b *testing.B) {
 func benchNICCutover(b *testing.B, size int, nic bool) {
 	ctx := context.Background()
 	// The setup's 1,000 VM writes would spend the default write budget.
-	env, err := devenv.Start(ctx, b.TempDir(), emulator.Options{WriteBudget: 1 << 30}, func(c *config.Config) {
+	env, err := devenv.Start(ctx, b.TempDir(), emulator.Options{Throttle: emulator.NoThrottle}, func(c *config.Config) {
 		c.LoadBalancerBackendPoolConfigurationType = config.BackendPoolNodeIP
 		if nic {
 			c.LoadBalancerBackendPoolConfigurationType = config.BackendPoolNodeIPConfiguration

@@ -339,7 +339,7 @@ func TestEmulator429(t *testing.T) {
 // TestEmulatorWriteBudget429 lets the emulator's own subscription write
 // budget produce the 429 and checks the gate honours its Retry-After.
 func TestEmulatorWriteBudget429(t *testing.T) {
-	env := newEmuEnv(t, emulator.Options{WriteBudget: 2, WriteBudgetWindow: time.Hour}, "test-emu-budget", nil)
+	env := newEmuEnv(t, emulator.Options{Throttle: emulator.Throttle{Mode: emulator.ThrottleWriteBudget}, WriteBudget: 2, WriteBudgetWindow: time.Hour}, "test-emu-budget", nil)
 	env.seed(t) // one write
 	ctx := context.Background()
 	var err error

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -19,7 +18,6 @@ type reqCtx struct {
 	rt         route
 	apiVersion string
 	lroResult  string // from a fault: the started operation ends this way
-	writesLeft int    // write tokens left after this request (-1 for reads)
 }
 
 const maxBodyBytes = 4 << 20 // ARM's request size limit
@@ -40,7 +38,12 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 		writeARMError(w, ae)
 		return
 	}
-	c := &reqCtx{w: w, r: r, base: base, rt: rt, lroResult: lro, writesLeft: -1}
+	c := &reqCtx{w: w, r: r, base: base, rt: rt, lroResult: lro}
+	// Azure Resource Manager throttles a request, whatever it asks,
+	// once it knows the caller.
+	if !e.throttle(c, claims.Oid) {
+		return
+	}
 	v, ok := apiVersion(r.URL.RawQuery)
 	if !ok {
 		writeARMError(w, errMissingAPIVersion())
@@ -116,35 +119,6 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, base, lro st
 				firstNonEmpty(rt.location, "global"), v, t, NetworkAPIVersion))
 			return
 		}
-	}
-
-	if isWriteMethod(r.Method) && (rt.kind == routeGroup || rt.kind == routeResource || rt.kind == routeChild ||
-		(rt.kind == routeChildList && r.Method == http.MethodPost)) {
-		ok, left, retry := e.budgets.take(strings.ToLower(rt.sub), e.opts.WriteBudget, e.opts.WriteBudgetWindow, e.clock.Now())
-		if !ok {
-			ae := gatewayError(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",
-				"Number of 'write' requests for subscription '%s' actor '%s' exceeded. Please try again after '%d' seconds after additional tokens are available. Refer to https://aka.ms/arm-throttling for additional information.",
-				rt.sub, e.principalID, retry)
-			ae.header = map[string]string{
-				"Retry-After": strconv.Itoa(retry),
-				"X-Ms-Ratelimit-Remaining-Subscription-Writes":        "0",
-				"X-Ms-Ratelimit-Remaining-Subscription-Global-Writes": "0",
-			}
-			writeARMError(w, ae)
-			return
-		}
-		c.writesLeft = left
-		h := w.Header()
-		h["X-Ms-Ratelimit-Remaining-Subscription-Writes"] = []string{strconv.Itoa(left)}
-		h["X-Ms-Ratelimit-Remaining-Subscription-Global-Writes"] = []string{strconv.Itoa(left)}
-		if r.Method == http.MethodDelete {
-			h["X-Ms-Ratelimit-Remaining-Subscription-Deletes"] = []string{strconv.Itoa(left)}
-			h["X-Ms-Ratelimit-Remaining-Subscription-Global-Deletes"] = []string{strconv.Itoa(left)}
-		}
-	} else if r.Method == http.MethodGet {
-		h := w.Header()
-		h["X-Ms-Ratelimit-Remaining-Subscription-Reads"] = []string{"16499"}
-		h["X-Ms-Ratelimit-Remaining-Subscription-Global-Reads"] = []string{"16499"}
 	}
 
 	switch rt.kind {

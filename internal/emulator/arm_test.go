@@ -51,13 +51,18 @@ func TestARMCommonHeadersAndAPIVersion(t *testing.T) {
 }
 
 func TestARMWriteHeadersAndCaseInsensitivePaths(t *testing.T) {
-	h := newHandlerEnv(t, Options{WriteBudget: 10})
+	h := newHandlerEnv(t, Options{})
 	rec := h.do(t, http.MethodPut, "/SUBSCRIPTIONS/"+testSub+"/RESOURCEGROUPS/MyGroup?api-version=2021-04-01", `{"location":"East US"}`, nil)
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("create group: %d %s", rec.Code, rec.Body)
 	}
-	if got := rec.Header().Get("x-ms-ratelimit-remaining-subscription-writes"); got != "9" {
-		t.Fatalf("remaining writes header = %q, want 9", got)
+	// Azure's buckets: 200 writes for the principal, 15 times that for
+	// the subscription.
+	if got := rec.Header().Get("x-ms-ratelimit-remaining-subscription-writes"); got != "199" {
+		t.Fatalf("remaining writes header = %q, want 199", got)
+	}
+	if got := rec.Header().Get("x-ms-ratelimit-remaining-subscription-global-writes"); got != "2999" {
+		t.Fatalf("remaining global writes header = %q, want 2999", got)
 	}
 	g := h.mustDo(t, http.StatusOK, http.MethodGet, "/subscriptions/"+testSub+"/resourceGroups/mygroup?api-version=2021-04-01", "")
 	if g["name"] != "MyGroup" || g["location"] != "eastus" || g["id"] != "/subscriptions/"+testSub+"/resourceGroups/MyGroup" {

@@ -30,7 +30,7 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
-	env := newSDKEnv(b, Options{WriteBudget: 1 << 30})
+	env := newSDKEnv(b, Options{Throttle: NoThrottle})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(env.srv.CACertPEM())
 	tr := &http.Transport{
@@ -220,7 +220,7 @@ func BenchmarkBackendPoolPUT(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkPoolCutoverHandler -benchmem ./internal/emulator/
 func BenchmarkPoolCutoverHandler(b *testing.B) {
 	for _, n := range []int{250, 1000} {
-		h := seedHandlerWith(b, Options{WriteBudget: 1 << 30})
+		h := seedHandlerWith(b, Options{Throttle: NoThrottle})
 		path := strings.Replace(netPath("rg", "loadBalancers", "lb"), "?", "/backendAddressPools/pool?", 1)
 		bodies := make([]string, 7)
 		for i := range bodies {

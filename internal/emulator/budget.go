@@ -2,12 +2,11 @@ package emulator
 
 import (
 	"math"
-	"sync"
 	"time"
 )
 
-// tokenBucket is a write budget: capacity tokens, refilled continuously at
-// capacity per window. It is guarded by the emulator's state lock.
+// tokenBucket holds capacity tokens, refilled continuously at perSec tokens
+// a second. It is guarded by its owner's lock.
 type tokenBucket struct {
 	capacity float64
 	perSec   float64
@@ -35,12 +34,17 @@ func (b *tokenBucket) take(now time.Time) (ok bool, retryAfter int) {
 		b.tokens--
 		return true, 0
 	}
-	wait := (1 - b.tokens) / b.perSec
-	secs := int(math.Ceil(wait))
+	return false, b.wait()
+}
+
+// wait is the whole seconds until the bucket holds a token (at least 1);
+// call it after refill.
+func (b *tokenBucket) wait() int {
+	secs := int(math.Ceil((1 - b.tokens) / b.perSec))
 	if secs < 1 {
 		secs = 1
 	}
-	return false, secs
+	return secs
 }
 
 // remaining reports the whole tokens left at now without consuming any.
@@ -50,44 +54,4 @@ func (b *tokenBucket) remaining(now time.Time) int {
 		t = math.Min(b.capacity, t+now.Sub(b.last).Seconds()*b.perSec)
 	}
 	return int(math.Floor(t))
-}
-
-// budgets holds one write bucket per subscription.
-type budgets struct {
-	mu      sync.Mutex
-	buckets map[string]*tokenBucket
-}
-
-// take consumes a write token of subscription sub. It returns the tokens
-// left, or ok=false with the seconds to wait.
-func (b *budgets) take(sub string, capacity int, window time.Duration, now time.Time) (ok bool, left, retryAfter int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buckets == nil {
-		b.buckets = map[string]*tokenBucket{}
-	}
-	tb := b.buckets[sub]
-	if tb == nil {
-		nb := newTokenBucket(capacity, window, now)
-		tb = &nb
-		b.buckets[sub] = tb
-	}
-	ok, retryAfter = tb.take(now)
-	return ok, tb.remaining(now), retryAfter
-}
-
-func (b *budgets) remaining(sub string, now time.Time) (int, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	tb := b.buckets[sub]
-	if tb == nil {
-		return 0, false
-	}
-	return tb.remaining(now), true
-}
-
-func (b *budgets) reset() {
-	b.mu.Lock()
-	b.buckets = nil
-	b.mu.Unlock()
 }

@@ -17,13 +17,15 @@
 //     children share with their parent, provisioningState transitions, 404
 //     shapes (ResourceGroupNotFound, ResourceNotFound, NotFound for children),
 //     412 on If-Match/If-None-Match mismatch, 409 AnotherOperationInProgress,
-//     429 SubscriptionRequestsThrottled from a per-subscription token bucket.
+//     429 SubscriptionRequestsThrottled with Retry-After from Azure's token
+//     buckets (per subscription and principal, the subscription's global
+//     ones, Microsoft.Network's own; Options.Throttle, throttle.go).
 //   - Every ARM call needs a bearer token issued by this emulator for the one
 //     configured client-credentials identity (Options.TenantID/ClientID/
 //     ClientSecret). Secrets are never logged or echoed.
-//   - Time (operation completion, write-budget refill, Retry-After) comes from
-//     Options.Clock, so tests can drive it with a fake clock. Token lifetimes use
-//     wall-clock time.
+//   - Time (operation completion, the refill of the throttling buckets,
+//     Retry-After) comes from Options.Clock, so tests can drive it with a
+//     fake clock. Token lifetimes use wall-clock time.
 //   - Bad input never panics and never yields a 500: request bodies are
 //     validated and rejected with ARM-shaped 400s.
 //   - Start serves the handler over TLS with a freshly generated CA (or plain

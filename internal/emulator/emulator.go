@@ -43,9 +43,9 @@ type Emulator struct {
 	ips           *publicIPs
 	v4, v6        netip.Prefix
 
-	faults  faultSet
-	log     requestLog
-	budgets budgets
+	faults    faultSet
+	log       requestLog
+	throttler *throttler
 
 	sgwPostStatus atomic.Int32 // SGWPostOK or SGWPostAccepted
 	sgwPageSize   atomic.Int32
@@ -76,7 +76,12 @@ func New(opts Options) *Emulator {
 		if (Options{PodLoopback: e.opts.PodLoopback}).withDefaults().validate() != nil {
 			e.opts.PodLoopback = PrefixMap{} // maps nothing
 		}
+		if e.opts.validateThrottle() != nil {
+			// Azure's limits: never more lenient than asked.
+			e.opts.Throttle, e.opts.WriteBudget, e.opts.WriteBudgetWindow = Throttle{}, 0, 0
+		}
 	}
+	e.throttler = newThrottler(e.opts)
 	e.v4 = netip.MustParsePrefix(e.opts.PublicIPv4CIDR).Masked()
 	e.v6 = netip.MustParsePrefix(e.opts.PublicIPv6CIDR).Masked()
 	e.tokenKey = make([]byte, 32)
@@ -147,13 +152,18 @@ func (e *Emulator) Requests() []RequestRecord { return e.log.snapshot(time.Time{
 // ResetRequests empties the request log.
 func (e *Emulator) ResetRequests() { e.log.reset() }
 
+// RefillLimits fills every throttling bucket and forgets every Retry-After
+// given, as a long quiet spell would (benchmarks start their measurement
+// from full buckets with it).
+func (e *Emulator) RefillLimits() { e.throttler.reset() }
+
 // Reset empties all state, faults and the request log. Issued tokens stay
 // valid and the configured latency is kept.
 func (e *Emulator) Reset() {
 	e.resetState()
 	e.faults.clear()
 	e.log.reset()
-	e.budgets.reset()
+	e.throttler.reset()
 	e.syncDataPlane()
 }
 
@@ -373,9 +383,6 @@ func (e *Emulator) writeFault(w http.ResponseWriter, r *http.Request, f Fault) {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
-	if f.Status == http.StatusTooManyRequests && isWriteMethod(r.Method) {
-		w.Header().Set("X-Ms-Ratelimit-Remaining-Subscription-Writes", "0")
-	}
 	if f.Status < 200 || f.Status == http.StatusNoContent || f.Status == http.StatusNotModified {
 		w.WriteHeader(f.Status)
 		return
@@ -420,8 +427,8 @@ func (e *Emulator) Dump() ([]byte, error) {
 			"resourceGroups": groups,
 			"operations":     ops,
 		}
-		if left, ok := e.budgets.remaining(strings.ToLower(s.id), now); ok {
-			m["writeBudgetRemaining"] = left
+		if left := e.throttler.remaining(s.id, now); len(left) > 0 {
+			m["throttleTokensLeft"] = left
 		}
 		subs = append(subs, m)
 	}

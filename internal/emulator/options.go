@@ -27,8 +27,8 @@ const (
 	// plane can listen on them.
 	DefaultDataPlanePublicIPv4CIDR = "127.64.0.0/16"
 
-	// DefaultWriteBudget is Microsoft.Network's documented write limit per
-	// subscription: 1,000 writes per 5 minutes.
+	// DefaultWriteBudget and DefaultWriteBudgetWindow are the single write
+	// bucket of ThrottleWriteBudget: 1,000 writes per 5 minutes.
 	DefaultWriteBudget       = 1000
 	DefaultWriteBudgetWindow = 5 * time.Minute
 
@@ -54,19 +54,23 @@ type Options struct {
 	// subscription), e.g. FeatureConnectionDraining; without it a pool
 	// with a drainPeriodInSeconds above 0 is refused.
 	Features []string
-	// Clock drives operation completion, write-budget refill and Retry-After
-	// values; nil means the real clock.
+	// Clock drives operation completion, the refill of the throttling
+	// buckets and Retry-After values; nil means the real clock.
 	Clock clock.Clock
 	// Latency is added to every ARM call (see SetLatency).
 	Latency time.Duration
 	// OperationDuration is how long an asynchronous operation stays
 	// InProgress. 0 means the first poll answers Succeeded.
 	OperationDuration time.Duration
+	// Throttle limits the ARM requests (429 with Retry-After). The zero
+	// value throttles as Azure does; NoThrottle turns limits off.
+	Throttle Throttle
 	// WriteBudget is the number of writes per WriteBudgetWindow per
-	// subscription before 429; 0 means 1000.
+	// subscription before 429 when Throttle.Mode is ThrottleWriteBudget
+	// (set with another mode, it is an error); 0 means 1000.
 	WriteBudget int
-	// WriteBudgetWindow is the refill window of the write token bucket; 0
-	// means 5 minutes.
+	// WriteBudgetWindow is the refill window of ThrottleWriteBudget's
+	// bucket; 0 means 5 minutes.
 	WriteBudgetWindow time.Duration
 	// PublicIPv4CIDR is the range public IPv4 addresses and prefixes are
 	// allocated from; "" means 20.40.0.0/16.
@@ -167,11 +171,13 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.WriteBudget <= 0 {
-		o.WriteBudget = DefaultWriteBudget
-	}
-	if o.WriteBudgetWindow <= 0 {
-		o.WriteBudgetWindow = DefaultWriteBudgetWindow
+	if o.Throttle.Mode == ThrottleWriteBudget {
+		if o.WriteBudget == 0 {
+			o.WriteBudget = DefaultWriteBudget
+		}
+		if o.WriteBudgetWindow == 0 {
+			o.WriteBudgetWindow = DefaultWriteBudgetWindow
+		}
 	}
 	if o.PublicIPv4CIDR == "" {
 		o.PublicIPv4CIDR = DefaultPublicIPv4CIDR
@@ -231,6 +237,9 @@ func (o Options) validate() error {
 	if err := o.validateServiceGateway(); err != nil {
 		return err
 	}
+	if err := o.validateThrottle(); err != nil {
+		return err
+	}
 	if m := o.PodLoopback; m != (PrefixMap{}) {
 		if !m.From.IsValid() || !m.To.IsValid() || !m.From.Addr().Is4() || !m.To.Addr().IsLoopback() || !m.To.Addr().Is4() ||
 			m.From.Bits() != m.To.Bits() || m.To.Bits() < 8 {
@@ -261,6 +270,27 @@ func (o Options) inDataPlaneNetwork(p netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// validateThrottle checks the throttling settings.
+func (o Options) validateThrottle() error {
+	if err := o.Throttle.validate(); err != nil {
+		return err
+	}
+	if o.Throttle.Mode == ThrottleWriteBudget {
+		if o.WriteBudget < 1 || o.WriteBudgetWindow <= 0 {
+			return fmt.Errorf("emulator: WriteBudget %d and WriteBudgetWindow %s must be positive", o.WriteBudget, o.WriteBudgetWindow)
+		}
+		return nil
+	}
+	if o.WriteBudget != 0 || o.WriteBudgetWindow != 0 {
+		mode := o.Throttle.Mode
+		if mode == "" {
+			mode = ThrottleAzure
+		}
+		return fmt.Errorf("emulator: WriteBudget and WriteBudgetWindow apply to throttle mode %s only, not %s", ThrottleWriteBudget, mode)
+	}
+	return nil
 }
 
 // validateServiceGateway checks the service gateway settings.

@@ -62,9 +62,11 @@ func TestSDKAnotherOperationInProgress(t *testing.T) {
 	}
 }
 
+// TestSDKWriteBudgetThrottles is the former model, kept as a setting: one
+// write bucket per subscription, reads unlimited.
 func TestSDKWriteBudgetThrottles(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Now())
-	env := newSDKEnv(t, Options{Clock: fc, WriteBudget: 3, WriteBudgetWindow: 90 * time.Second})
+	env := newSDKEnv(t, Options{Clock: fc, Throttle: Throttle{Mode: ThrottleWriteBudget}, WriteBudget: 3, WriteBudgetWindow: 90 * time.Second})
 	ctx := ctxT(t)
 	env.createGroup(t, "rg", "eastus") // write 1
 	for i := 0; i < 2; i++ {           // writes 2 and 3

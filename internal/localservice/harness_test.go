@@ -76,8 +76,10 @@ func newHarness(t testing.TB, ho harnessOptions) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if ho.emulator.WriteBudget == 0 {
-		ho.emulator.WriteBudget = 1 << 30
+	if ho.emulator.Throttle == (emulator.Throttle{}) {
+		// The updater's tests count calls, not limits: unlimited unless a
+		// test asks for limits.
+		ho.emulator.Throttle = emulator.NoThrottle
 	}
 	env, err := devenv.Start(ctx, t.TempDir(), ho.emulator, func(c *config.Config) {
 		for _, lb := range []string{testLB, otherLB} {

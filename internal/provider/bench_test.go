@@ -32,7 +32,7 @@ const (
 func benchEnv(b *testing.B) (*devenv.Env, *Provider) {
 	b.Helper()
 	ctx := context.Background()
-	env, err := devenv.Start(ctx, b.TempDir(), emulator.Options{WriteBudget: 1 << 30}, func(c *config.Config) {
+	env, err := devenv.Start(ctx, b.TempDir(), emulator.Options{Throttle: emulator.NoThrottle}, func(c *config.Config) {
 		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{
 			{Name: "kubernetes"}, {Name: "lb-2"}, {Name: "lb-3"},
 		}

@@ -46,7 +46,7 @@ func BenchmarkBasicMigration(b *testing.B) {
 	}
 	for range b.N {
 		b.StopTimer()
-		h := newBasicHarnessWith(b, emulator.Options{WriteBudget: 1 << 30}, config.BackendPoolNodeIPConfiguration, devenv.BasicOptions{Nodes: 10, Services: services})
+		h := newBasicHarnessWith(b, emulator.Options{Throttle: emulator.NoThrottle}, config.BackendPoolNodeIPConfiguration, devenv.BasicOptions{Nodes: 10, Services: services})
 		list, err := h.cs.CoreV1().Services("demo").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			b.Fatal(err)

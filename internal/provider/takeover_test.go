@@ -49,7 +49,7 @@ func takeover(tb testing.TB, n int) (*devenv.Env, []*v1.Service, []*v1.Node, *de
 	// 500 Services' rules on one load balancer: above the default
 	// maximumLoadBalancerRuleCount (250), as that provider's clusters
 	// of this size had to raise it too.
-	env, err := devenv.Start(ctx, tb.TempDir(), emulator.Options{WriteBudget: 1 << 30}, func(c *config.Config) { c.MaximumLoadBalancerRuleCount = 1000 })
+	env, err := devenv.Start(ctx, tb.TempDir(), emulator.Options{Throttle: emulator.NoThrottle}, func(c *config.Config) { c.MaximumLoadBalancerRuleCount = 1000 })
 	if err != nil {
 		tb.Fatal(err)
 	}

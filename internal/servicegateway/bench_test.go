@@ -45,18 +45,18 @@ import (
 // benchLatency is L.
 const benchLatency = 25 * time.Millisecond
 
-// benchHarness is the emulator harness with latency L and a write budget
-// the cold start does not exhaust (the figures count the writes; ARM's own
-// budget is discussed in docs/container-load-balancer.md).
+// benchHarness is the emulator harness with latency L and no request limit
+// (the figures count the calls; ARM's limits are discussed in
+// docs/container-load-balancer.md).
 func benchHarness(b *testing.B) (*harness, *devenv.Env) {
-	return benchHarnessBudget(b, 1_000_000)
+	return benchHarnessThrottle(b, emulator.NoThrottle)
 }
 
-// benchHarnessBudget is benchHarness with a write budget per 5 minutes (0:
-// the emulator's default, ARM's 1,000).
-func benchHarnessBudget(b *testing.B, budget int) (*harness, *devenv.Env) {
+// benchHarnessThrottle is benchHarness with the emulator's request limits
+// (the zero Throttle: Azure's).
+func benchHarnessThrottle(b *testing.B, limits emulator.Throttle) (*harness, *devenv.Env) {
 	b.Helper()
-	env := testutil.StartEmulator(b, emulator.Options{Latency: benchLatency, WriteBudget: budget}, devenv.PodIP)
+	env := testutil.StartEmulator(b, emulator.Options{Latency: benchLatency, Throttle: limits}, devenv.PodIP)
 	if err := env.SeedServiceGateway(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -331,12 +331,12 @@ func converged(h *harness, services, addresses int) bool {
 // and the gateway holds all 10,000 pods, and how many ARM calls that took;
 // then a restart with nothing changed: its time and writes (0).
 func BenchmarkColdStart_1000Services10000Pods(b *testing.B) {
-	coldStart(b, 1_000_000, true)
+	coldStart(b, emulator.NoThrottle, true)
 }
 
 // BenchmarkColdStartThrottled_1000Services10000Pods is the cold start under
-// the emulator's default write budget (ARM's: 1,000 writes per 5 minutes),
-// which throttles it. It takes minutes, so it runs only with
+// the emulator's default limits (Azure's, docs/emulator.md), which throttle
+// it. It takes minutes, so it runs only with
 // AZLB_BENCH_THROTTLED=1:
 //
 //	AZLB_BENCH_THROTTLED=1 go test -run '^$' -bench ColdStartThrottled -benchtime 1x -timeout 60m ./internal/servicegateway/
@@ -344,16 +344,16 @@ func BenchmarkColdStartThrottled_1000Services10000Pods(b *testing.B) {
 	if os.Getenv("AZLB_BENCH_THROTTLED") == "" {
 		b.Skip("set AZLB_BENCH_THROTTLED=1 to run the throttled cold start (minutes)")
 	}
-	coldStart(b, 0, false)
+	coldStart(b, emulator.Throttle{}, false)
 }
 
-// coldStart runs the cold start with a write budget (0: the emulator's
-// default), then, with restart, the restart with nothing changed.
-func coldStart(b *testing.B, budget int, restart bool) {
+// coldStart runs the cold start under the emulator's limits (the zero
+// Throttle: Azure's), then, with restart, the restart with nothing changed.
+func coldStart(b *testing.B, limits emulator.Throttle, restart bool) {
 	const services, pods, nodes = 1000, 10, 100
 	for range b.N {
 		b.StopTimer()
-		h, env := benchHarnessBudget(b, budget)
+		h, env := benchHarnessThrottle(b, limits)
 		for i := range nodes {
 			h.node(benchNode(i))
 		}

@@ -88,7 +88,7 @@ func setup(work string) error {
 	// minutes (which would add 429s of its own). The client is the churn
 	// driver's, not the controller's.
 	ks, err := testutil.StartKubeSuite(context.Background(), testutil.KubeSuiteOptions{Work: work,
-		Emulator: emulator.Options{WriteBudget: 1 << 30}, Registry: "chaos.invalid", QPS: 500, Burst: 1000})
+		Emulator: emulator.Options{Throttle: emulator.NoThrottle}, Registry: "chaos.invalid", QPS: 500, Burst: 1000})
 	suite.ks = ks
 	suite.env, suite.kube, suite.cs, suite.chartArgs = ks.Env, ks.Kube, ks.Client, ks.ChartArgs
 	return err

@@ -81,7 +81,7 @@ func startCutoverCluster(t testing.TB, nodes int) *cutoverCluster {
 	publicNet, nodeNet := testutil.LoopbackNet(t), testutil.LoopbackNet(t)
 	// The nodes are the subnet, so its NSG (where the provider writes the
 	// Service's allow rule) governs their flows.
-	env := testutil.StartEmulator(t, emulator.Options{DataPlane: true, PublicIPv4CIDR: publicNet.String(), Latency: cutoverLatency, WriteBudget: 1 << 30}, nil,
+	env := testutil.StartEmulator(t, emulator.Options{DataPlane: true, PublicIPv4CIDR: publicNet.String(), Latency: cutoverLatency, Throttle: emulator.NoThrottle}, nil,
 		devenv.WithNetwork(devenv.NodeNetwork(nodeNet)))
 	clients := testutil.Clients(t, env, azure.ClientOptions{Source: "cutover"})
 	store := testutil.StartStore(t, lbstore.Options{Config: env.Config, LoadBalancers: clients.LoadBalancer, Pools: clients.BackendPool})

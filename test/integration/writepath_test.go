@@ -40,7 +40,7 @@ const waitFor = 20 * time.Second
 func TestThreeWritersShareOnePool(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env := testutil.StartEmulator(t, emulator.Options{WriteBudget: 1 << 30}, func(c *config.Config) {
+	env := testutil.StartEmulator(t, emulator.Options{Throttle: emulator.NoThrottle}, func(c *config.Config) {
 		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}}
 	})
 	fc := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
