@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -71,9 +72,9 @@ const DefaultSource = "azlb"
 
 // ClientOptions tunes NewClients. The zero value is the production setup.
 type ClientOptions struct {
-	// Clock drives throttle gates, rate limiters and metric durations.
-	// Default: the real clock.
-	Clock clock.PassiveClock
+	// Clock drives throttle gates, pacing waits, rate limiters and metric
+	// durations. Default: the real clock.
+	Clock clock.Clock
 	// Transport replaces the HTTP transport of both ARM and AAD requests.
 	// When set, caCertFile is not consulted and writes are fenced only per
 	// attempt (fencePolicy), not per socket write. Default: armTransport,
@@ -90,9 +91,10 @@ type ClientOptions struct {
 	RetryDelay time.Duration
 }
 
-// Clients is the set of ARM clients every controller uses. Each client has
-// its own throttle gates (one for reads, one for writes) and its own
-// token-bucket rate limiters. It is safe for concurrent use.
+// Clients is the set of ARM clients every controller uses. The clients share
+// one set of throttle gates and pacers (reads, writes, deletes: ARM counts
+// per subscription and principal); each has its own client-side token-bucket
+// rate limiters. It is safe for concurrent use.
 type Clients struct {
 	LoadBalancer LoadBalancerClient
 	BackendPool  BackendPoolClient
@@ -158,8 +160,9 @@ func (c *Clients) NetworkCredential() azcore.TokenCredential { return c.netCred 
 
 // ARMClientOptions returns options for building another network client
 // (armnetwork, in NetworkSubscriptionID with NetworkCredential) with the
-// same cloud, transport, SDK retry policy, metrics and a fresh pair of
-// throttle gates named client. Client-side rate limiting is not included (it
+// same cloud, transport, SDK retry policy, metrics and the shared
+// throttle gates and pacing of that subscription and principal (logged
+// under the name client). Client-side rate limiting is not included (it
 // is applied by the methods of this package's clients).
 func (c *Clients) ARMClientOptions(client string) *arm.ClientOptions { return c.armOptions(client) }
 
@@ -234,7 +237,20 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		logger.V(2).Info("cloudProviderBackoffExponent and cloudProviderBackoffJitter are not used; the Azure SDK retry policy uses its own exponential backoff and jitter")
 	}
 	retry := retryOptions(cfg.BackoffConfig, opts.RetryDelay)
-	options := func(client, sub string, aux []string) *arm.ClientOptions {
+	// ARM counts requests per subscription and principal: one set of
+	// gates and pacers for each (the network clients' and the compute
+	// clients' are one set when they share the subscription and tenant).
+	limitsOf := map[[2]string]*armLimits{}
+	limitsFor := func(sub, tenant string) *armLimits {
+		k := [2]string{strings.ToLower(sub), strings.ToLower(tenant)}
+		if limitsOf[k] == nil {
+			limitsOf[k] = newARMLimits()
+		}
+		return limitsOf[k]
+	}
+	netLimits := limitsFor(cfg.NetworkSubscriptionID(), cfg.NetworkTenantID())
+	computeLimits := limitsFor(cfg.SubscriptionID, cfg.TenantID)
+	options := func(client, sub string, aux []string, limits *armLimits) *arm.ClientOptions {
 		l := labels{subscriptionID: sub, source: source, metricPrefix: metricName(client)}
 		o := &arm.ClientOptions{
 			ClientOptions: coreOpts,
@@ -249,15 +265,17 @@ func NewClients(ctx context.Context, cfg *config.Config, opts ClientOptions) (*C
 		o.Telemetry.ApplicationID = "azlb"
 		o.PerCallPolicies = []policy.Policy{&callPolicy{userAgent: cfg.UserAgent}}
 		o.PerRetryPolicies = []policy.Policy{
-			newThrottlePolicy(client, clk, l),
+			newThrottlePolicy(client, clk, l, limits),
 			&fencePolicy{fence: c.fence, labels: l}, // after every wait: see fencePolicy
 			&metricsPolicy{clock: clk, labels: l},
 		}
 		return o
 	}
 	netSub := cfg.NetworkSubscriptionID()
-	c.armOptions = func(client string) *arm.ClientOptions { return options(client, netSub, nil) }
-	c.computeOptions = func(client string) *arm.ClientOptions { return options(client, cfg.SubscriptionID, auxiliary) }
+	c.armOptions = func(client string) *arm.ClientOptions { return options(client, netSub, nil, netLimits) }
+	c.computeOptions = func(client string) *arm.ClientOptions {
+		return options(client, cfg.SubscriptionID, auxiliary, computeLimits)
+	}
 	secrets := credentialSecrets(cfg)
 	baseIn := func(sub string) func(client string) *base {
 		return func(client string) *base {

@@ -80,7 +80,7 @@ func newEmuEnvClock(t testing.TB, eo emulator.Options, source string, mutate fun
 	if mutate != nil {
 		mutate(env.cfg)
 	}
-	var clk clock.PassiveClock = env.clk
+	var clk clock.Clock = env.clk
 	if !fakeClock {
 		clk = nil
 	}
@@ -336,38 +336,82 @@ func TestEmulator429(t *testing.T) {
 	}
 }
 
-// TestEmulatorWriteBudget429 lets the emulator's own subscription write
-// budget produce the 429 and checks the gate honours its Retry-After.
-func TestEmulatorWriteBudget429(t *testing.T) {
-	env := newEmuEnv(t, emulator.Options{Throttle: emulator.Throttle{Mode: emulator.ThrottleWriteBudget}, WriteBudget: 2, WriteBudgetWindow: time.Hour}, "test-emu-budget", nil)
-	env.seed(t) // one write
+// TestEmulatorThrottle429 lets the emulator's write bucket produce the 429
+// (its refill, one an hour, is slower than Azure's, which the pacer
+// assumes) and checks the shared write gate honours its Retry-After for
+// every client, while reads and deletes, buckets of their own, go on.
+func TestEmulatorThrottle429(t *testing.T) {
+	env := newEmuEnvClock(t, emulator.Options{Throttle: emulator.Throttle{Writes: emulator.Limit{Bucket: 3, Refill: 1.0 / 3600}}},
+		"test-emu-throttle", nil, false)
+	env.seed(t) // two writes
 	ctx := context.Background()
-	var err error
-	for i := 0; i < 3 && err == nil; i++ {
-		_, err = env.c.PublicIP.CreateOrUpdate(ctx, emuRG, "pip", armnetwork.PublicIPAddress{
-			Location: to.Ptr(emuLoc),
-			SKU:      &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
-			Properties: &armnetwork.PublicIPAddressPropertiesFormat{
-				PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
-		}, "")
+	pip := armnetwork.PublicIPAddress{
+		Location: to.Ptr(emuLoc),
+		SKU:      &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
+		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
+			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
 	}
+	if _, err := env.c.PublicIP.CreateOrUpdate(ctx, emuRG, "pip", pip, ""); err != nil {
+		t.Fatalf("third write: %v", err)
+	}
+	start := time.Now()
+	_, err := env.c.PublicIP.CreateOrUpdate(ctx, emuRG, "pip", pip, "")
 	if Classify(err) != ClassThrottled {
-		t.Fatalf("write beyond the budget: %v, want throttled", err)
+		t.Fatalf("write beyond the bucket: %v, want throttled", err)
 	}
 	at, ok := ThrottleRetryAfter(err)
-	if !ok || !at.After(env.clk.Now()) {
-		t.Fatalf("RetryAfter %v (%v) not in the future", at, ok)
+	if !ok || at.Before(start.Add(3590*time.Second)) {
+		t.Fatalf("RetryAfter %v (%v), want the emulator's Retry-After of about an hour", at, ok)
 	}
 	env.emu.ResetRequests()
-	if err := env.c.PublicIP.Delete(ctx, emuRG, "pip"); Classify(err) != ClassThrottled {
-		t.Fatalf("delete with closed gate: %v", err)
+	if _, err := env.c.LoadBalancer.CreateOrUpdate(ctx, emuRG, emuLB, armnetwork.LoadBalancer{Location: to.Ptr(emuLoc)}, ""); Classify(err) != ClassThrottled {
+		t.Fatalf("another client's write with the gate closed: %v", err)
 	}
 	if n := len(env.armRequests()); n != 0 {
 		t.Errorf("%d requests reached ARM through a closed gate", n)
 	}
-	// Another client's gates are independent.
 	if _, err := env.c.LoadBalancer.Get(ctx, emuRG, emuLB); err != nil {
 		t.Errorf("load balancer read: %v", err)
+	}
+	if err := env.c.PublicIP.Delete(ctx, emuRG, "pip"); err != nil {
+		t.Errorf("delete with the write gate closed: %v", err)
+	}
+}
+
+// TestEmulatorPacingAvoids429: under Azure's limits, writes sent faster
+// than the bucket allows wait for their tokens (the remaining-requests
+// headers tell when the bucket is empty) instead of meeting a 429.
+func TestEmulatorPacingAvoids429(t *testing.T) {
+	env := newEmuEnvClock(t, emulator.Options{Throttle: emulator.Throttle{Writes: emulator.Limit{Bucket: 4, Refill: 10}}},
+		"test-emu-pacing", nil, false)
+	env.seed(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := env.c.PublicIP.CreateOrUpdate(ctx, emuRG, fmt.Sprintf("pip-%d", i%4), armnetwork.PublicIPAddress{
+				Location: to.Ptr(emuLoc),
+				SKU:      &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
+				Properties: &armnetwork.PublicIPAddressPropertiesFormat{
+					PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic)},
+			}, "")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && Classify(err) != ClassConflict {
+			t.Errorf("write: %v", err)
+		}
+	}
+	for _, r := range env.armRequests() {
+		if r.Status == http.StatusTooManyRequests {
+			t.Errorf("%s %s answered 429: the pacer let it go too early", r.Method, r.Path)
+		}
 	}
 }
 

@@ -100,39 +100,103 @@ func parseRetryAfter(v string, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// throttlePolicy holds one client's read and write throttle gates. It is a
-// per-retry pipeline policy: every attempt of the SDK retry loop (and every
-// LRO poll) passes the gate.
+// requestKind is the kind of request Azure Resource Manager counts in one
+// bucket: reads (GET, HEAD), deletes (DELETE) and writes (the others: PUT,
+// PATCH, POST).
+type requestKind int
+
+const (
+	kindRead requestKind = iota
+	kindWrite
+	kindDelete
+	numKinds
+)
+
+func kindOf(method string) requestKind {
+	switch {
+	case isRead(method):
+		return kindRead
+	case method == http.MethodDelete:
+		return kindDelete
+	}
+	return kindWrite
+}
+
+func (k requestKind) String() string { return [...]string{"read", "write", "delete"}[k] }
+
+// remainingHeader and globalRemainingHeader are the headers in which ARM
+// reports what is left of the principal's and of the subscription's
+// bucket for the kind of the request answered.
+func (k requestKind) remainingHeader() string {
+	return "X-Ms-Ratelimit-Remaining-Subscription-" + [...]string{"Reads", "Writes", "Deletes"}[k]
+}
+
+func (k requestKind) globalRemainingHeader() string {
+	return "X-Ms-Ratelimit-Remaining-Subscription-Global-" + [...]string{"Reads", "Writes", "Deletes"}[k]
+}
+
+// armLimits is what azlb knows of Azure Resource Manager's limits on its
+// subscription and principal: for each kind of request a throttle gate,
+// closed by a 429 until its Retry-After, and a pacer that follows the
+// x-ms-ratelimit-remaining-subscription-* headers. ARM counts requests per
+// subscription and principal, not per client, so every client of one
+// Clients shares one armLimits: a 429 on a public IP write holds back the
+// load balancer writes too, which ARM would refuse as well.
+type armLimits struct {
+	gates  [numKinds]gate
+	pacers [numKinds]pacer
+}
+
+func newARMLimits() *armLimits {
+	l := &armLimits{}
+	for k := range numKinds {
+		l.pacers[k].init(azureLimits[k])
+	}
+	return l
+}
+
+// throttlePolicy applies the shared armLimits to one client's requests. It
+// is a per-retry pipeline policy: every attempt of the SDK retry loop (and
+// every LRO poll) passes it.
 type throttlePolicy struct {
 	client string
-	clock  clock.PassiveClock
+	clock  clock.Clock
 	labels labels
-	read   gate
-	write  gate
+	limits *armLimits
+	// read, write and del are limits' gates, by kind.
+	read, write, del *gate
 }
 
-func newThrottlePolicy(client string, clk clock.PassiveClock, l labels) *throttlePolicy {
-	return &throttlePolicy{client: client, clock: clk, labels: l}
-}
-
-func (p *throttlePolicy) gateFor(method string) (*gate, string) {
-	if isRead(method) {
-		return &p.read, "read"
-	}
-	return &p.write, "write"
+func newThrottlePolicy(client string, clk clock.Clock, l labels, limits *armLimits) *throttlePolicy {
+	return &throttlePolicy{client: client, clock: clk, labels: l, limits: limits,
+		read: &limits.gates[kindRead], write: &limits.gates[kindWrite], del: &limits.gates[kindDelete]}
 }
 
 // Do implements policy.Policy.
 func (p *throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	g, kind := p.gateFor(raw.Method)
-	if until := g.get(); p.clock.Now().Before(until) {
+	k := kindOf(raw.Method)
+	g, pc := &p.limits.gates[k], &p.limits.pacers[k]
+	if err := p.gateClosed(raw, g, k); err != nil {
+		return nil, err
+	}
+	ticket, err := pc.wait(raw.Context(), p.clock)
+	if err != nil {
 		metrics.CountAPIRequestThrottled(p.labels.forRequest(raw))
-		klog.FromContext(raw.Context()).V(4).Info("Azure request blocked by closed throttle gate",
-			"client", p.client, "gate", kind, "method", raw.Method, "retryAfter", until)
-		return nil, &ThrottleError{RetryAfter: until}
+		klog.FromContext(raw.Context()).V(4).Info("Azure request held back: ARM's remaining-requests headers say the bucket is empty",
+			"client", p.client, "kind", k, "method", raw.Method, "err", err)
+		return nil, err
+	}
+	if ticket.waited > 0 {
+		metrics.ObserveLockWait("arm-pace", k.String(), ticket.waited)
+		// A 429 may have closed the gate while this request waited.
+		if err := p.gateClosed(raw, g, k); err != nil {
+			pc.done(ticket, nil, p.clock.Now())
+			return nil, err
+		}
 	}
 	resp, err := req.Next()
+	pc.done(ticket, resp, p.clock.Now())
 	if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 		return resp, err
 	}
@@ -144,9 +208,21 @@ func (p *throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 	logger := klog.FromContext(raw.Context())
 	if !parsed {
 		logger.Info("Ignoring unparsable Retry-After header of ARM 429; throttle gate unchanged",
-			"client", p.client, "gate", kind, "retryAfterHeader", header, "gateUntil", until)
+			"client", p.client, "gate", k, "retryAfterHeader", header, "gateUntil", until)
 	}
 	logger.V(2).Info("ARM throttled request; throttle gate set",
-		"client", p.client, "gate", kind, "method", raw.Method, "code", code, "retryAfter", until)
+		"client", p.client, "gate", k, "method", raw.Method, "code", code, "retryAfter", until)
 	return nil, &ThrottleError{RetryAfter: until}
+}
+
+// gateClosed returns the throttle error of a closed gate, or nil.
+func (p *throttlePolicy) gateClosed(raw *http.Request, g *gate, k requestKind) error {
+	until := g.get()
+	if !p.clock.Now().Before(until) {
+		return nil
+	}
+	metrics.CountAPIRequestThrottled(p.labels.forRequest(raw))
+	klog.FromContext(raw.Context()).V(4).Info("Azure request blocked by closed throttle gate",
+		"client", p.client, "gate", k, "method", raw.Method, "retryAfter", until)
+	return &ThrottleError{RetryAfter: until}
 }

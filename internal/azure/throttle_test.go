@@ -10,7 +10,7 @@ import (
 
 func newTestThrottle() (*throttlePolicy, *scriptedTransport) {
 	clk := newFakeClock()
-	return newThrottlePolicy(ClientLoadBalancer, clk, labels{subscriptionID: "sub", source: "throttle-test", metricPrefix: "loadbalancer"}), &scriptedTransport{}
+	return newThrottlePolicy(ClientLoadBalancer, clk, labels{subscriptionID: "sub", source: "throttle-test", metricPrefix: "loadbalancer"}, newARMLimits()), &scriptedTransport{}
 }
 
 func mustThrottleError(t *testing.T, err error) *ThrottleError {
@@ -162,37 +162,74 @@ func TestThrottleError_ErrorMatchesSentinel(t *testing.T) {
 	}
 }
 
-func TestThrottleGatesSeparateReadAndWrite(t *testing.T) {
+// TestThrottleGatesByKind: reads, writes and deletes have a gate each, as
+// ARM has a bucket each; a 429 closes the gate of its kind only.
+func TestThrottleGatesByKind(t *testing.T) {
 	tp, tr := newTestThrottle()
 	pl := newTestPipeline(tr, tp)
 	tr.responses = []func(*http.Request) *http.Response{throttled429("30"), status(http.StatusOK)}
 	if _, err := doRequest(t, pl, http.MethodPut); !errors.Is(err, ErrTooManyRequest) {
 		t.Fatalf("PUT: %v, want throttled", err)
 	}
-	// Reads still flow while the write gate is closed.
-	for _, m := range []string{http.MethodGet, http.MethodHead} {
+	// Reads and deletes still flow while the write gate is closed.
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodDelete} {
 		if _, err := doRequest(t, pl, m); err != nil {
 			t.Errorf("%s with closed write gate: %v", m, err)
 		}
 	}
 	// Every write method is blocked.
-	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodPost} {
+	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodPost} {
 		if _, err := doRequest(t, pl, m); !errors.Is(err, ErrTooManyRequest) {
 			t.Errorf("%s with closed write gate: %v, want throttled", m, err)
 		}
 	}
-	if n := tr.count(); n != 3 {
-		t.Errorf("ARM saw %d requests, want 3 (1 PUT + GET + HEAD)", n)
+	if n := tr.count(); n != 4 {
+		t.Errorf("ARM saw %d requests, want 4 (1 PUT + GET + HEAD + DELETE)", n)
 	}
-	// A read 429 closes only the read gate.
-	tp2, tr2 := newTestThrottle()
-	pl2 := newTestPipeline(tr2, tp2)
-	tr2.responses = []func(*http.Request) *http.Response{throttled429("30"), status(http.StatusOK)}
-	if _, err := doRequest(t, pl2, http.MethodGet); !errors.Is(err, ErrTooManyRequest) {
-		t.Fatalf("GET: %v, want throttled", err)
+	// A read 429 closes only the read gate, a delete 429 only the delete
+	// gate.
+	for _, c := range []struct{ throttled, open, closed string }{
+		{http.MethodGet, http.MethodPut, http.MethodHead},
+		{http.MethodDelete, http.MethodGet, http.MethodDelete},
+	} {
+		tp2, tr2 := newTestThrottle()
+		pl2 := newTestPipeline(tr2, tp2)
+		tr2.responses = []func(*http.Request) *http.Response{throttled429("30"), status(http.StatusOK)}
+		if _, err := doRequest(t, pl2, c.throttled); !errors.Is(err, ErrTooManyRequest) {
+			t.Fatalf("%s: %v, want throttled", c.throttled, err)
+		}
+		if _, err := doRequest(t, pl2, c.open); err != nil {
+			t.Errorf("%s after a %s 429: %v", c.open, c.throttled, err)
+		}
+		if _, err := doRequest(t, pl2, c.closed); !errors.Is(err, ErrTooManyRequest) {
+			t.Errorf("%s after a %s 429: %v, want throttled", c.closed, c.throttled, err)
+		}
 	}
-	if _, err := doRequest(t, pl2, http.MethodPut); err != nil {
-		t.Errorf("PUT with closed read gate: %v", err)
+}
+
+// TestThrottleGatesSharedByClients: ARM counts per subscription and
+// principal, so a 429 one client saw holds back the others' requests of
+// that kind.
+func TestThrottleGatesSharedByClients(t *testing.T) {
+	limits := newARMLimits()
+	clk := newFakeClock()
+	l := labels{subscriptionID: "sub", source: "throttle-test"}
+	lb, tr := newThrottlePolicy(ClientLoadBalancer, clk, l, limits), &scriptedTransport{}
+	pip, tr2 := newThrottlePolicy(ClientPublicIPAddress, clk, l, limits), &scriptedTransport{}
+	tr.responses = []func(*http.Request) *http.Response{throttled429("30")}
+	if _, err := doRequest(t, newTestPipeline(tr, lb), http.MethodPut); !errors.Is(err, ErrTooManyRequest) {
+		t.Fatalf("load balancer PUT: %v, want throttled", err)
+	}
+	tr2.responses = []func(*http.Request) *http.Response{status(http.StatusOK)}
+	_, err := doRequest(t, newTestPipeline(tr2, pip), http.MethodPut)
+	if te := mustThrottleError(t, err); !te.RetryAfter.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("public IP PUT: RetryAfter %v, want the load balancer's 429's", te.RetryAfter)
+	}
+	if tr2.count() != 0 {
+		t.Error("the public IP client sent a write through the closed gate")
+	}
+	if _, err := doRequest(t, newTestPipeline(tr2, pip), http.MethodGet); err != nil {
+		t.Errorf("public IP GET: %v", err)
 	}
 }
 
