@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"time"
+
 	"github.com/azlb/azlb/internal/azure"
 	"k8s.io/cloud-provider/api"
 )
@@ -17,8 +19,12 @@ type throttled struct {
 func (e *throttled) Error() string   { return e.err.Error() }
 func (e *throttled) Unwrap() []error { return []error{e.retry, e.err} }
 
-// retryAfterThrottle turns an error that carries a Retry-After in the future
-// into a throttled error; other errors are returned as they are.
+// retryAfterThrottle turns an error that carries a Retry-After into a
+// throttled error: the Service comes back when ARM said, or a second from
+// now when that time has passed already (the error came through a store
+// round, or ARM sent no Retry-After), never on the service controller's
+// exponential backoff (5 s doubling to 5 minutes), which would leave ARM's
+// tokens idle. Other errors are returned as they are.
 func (p *Provider) retryAfterThrottle(err error) error {
 	if err == nil || azure.Classify(err) != azure.ClassThrottled {
 		return err
@@ -28,8 +34,12 @@ func (p *Provider) retryAfterThrottle(err error) error {
 		return err
 	}
 	d := until.Sub(p.clock.Now())
-	if d <= 0 {
-		return err
+	if d < retryPassedThrottle {
+		d = retryPassedThrottle
 	}
 	return &throttled{retry: api.NewRetryError(err.Error(), d), err: err}
 }
+
+// retryPassedThrottle is how soon a throttled Service comes back when its
+// Retry-After has passed.
+const retryPassedThrottle = time.Second
