@@ -38,11 +38,12 @@ const maxPaceWait = 30 * time.Second
 // endpoint that reports none is not paced).
 //
 // The estimate: the last remaining count reported, less the requests
-// still in flight (ARM may not have counted them yet) and those waiting
-// here, refilled at Azure's rate since. A lower report always lowers it; a
-// higher one raises it only when it answers a request sent after the one
-// whose report set it last (an older answer arriving late does not know
-// of the requests after it).
+// sent after the one answered and still in flight (ARM may not have
+// counted them yet; those sent before it, it most likely has) and those
+// waiting here, refilled at Azure's rate since. A lower report always
+// lowers it; a higher one raises it only when it answers a request sent
+// after the one whose report set it last (an older answer arriving late
+// does not know of the requests after it).
 type pacer struct {
 	mu       sync.Mutex
 	refill   float64 // tokens a second
@@ -54,6 +55,8 @@ type pacer struct {
 	applied  uint64 // the request whose report set tokens last
 	inflight int
 	waiting  int
+	// sent are the sequence numbers of the requests in flight.
+	sent map[uint64]struct{}
 }
 
 // ticket is one request's passage through the pacer.
@@ -126,7 +129,23 @@ func (p *pacer) wait(ctx context.Context, clk clock.Clock) (ticket, error) {
 func (p *pacer) send() ticket {
 	p.seq++
 	p.inflight++
+	if p.sent == nil {
+		p.sent = map[uint64]struct{}{}
+	}
+	p.sent[p.seq] = struct{}{}
 	return ticket{seq: p.seq}
+}
+
+// sentAfter counts the requests in flight that were sent after seq.
+// Called with p.mu held.
+func (p *pacer) sentAfter(seq uint64) int {
+	n := 0
+	for s := range p.sent {
+		if s > seq {
+			n++
+		}
+	}
+	return n
 }
 
 // done records the end of a request sent with t: resp is its answer (nil
@@ -135,6 +154,7 @@ func (p *pacer) done(t ticket, resp *http.Response, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.inflight--
+	delete(p.sent, t.seq)
 	if resp == nil {
 		return
 	}
@@ -147,7 +167,7 @@ func (p *pacer) done(t ticket, resp *http.Response, now time.Time) {
 	if c := float64(left) + 1; c > p.capacity {
 		p.capacity = c // an ARM with larger buckets
 	}
-	avail := float64(left - p.inflight - p.waiting)
+	avail := float64(left - p.sentAfter(t.seq) - p.waiting)
 	if avail < p.tokens || t.seq > p.applied {
 		p.tokens = avail
 		p.applied = max(p.applied, t.seq)
