@@ -64,6 +64,7 @@ func newEmuEnv(t testing.TB, eo emulator.Options, lbs ...string) *emuEnv {
 		t.Fatalf("devenv: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	testutil.NotThrottled(t, env.Emulator(), eo)
 	clients, err := env.Clients(context.Background(), azure.ClientOptions{
 		PollFrequency: 5 * time.Millisecond, RetryDelay: time.Millisecond, Source: "adminstate-test",
 	})

@@ -157,6 +157,12 @@ func (e *Emulator) ResetRequests() { e.log.reset() }
 // from full buckets with it).
 func (e *Emulator) RefillLimits() { e.throttler.reset() }
 
+// Throttled is the number of ARM requests the limits answered 429 since
+// the emulator started (injected faults are not counted; Reset and
+// RefillLimits do not clear it). Test harnesses check it to keep a test
+// that has not chosen its limits from being slowed by them.
+func (e *Emulator) Throttled() int64 { return e.throttler.refused.Load() }
+
 // Reset empties all state, faults and the request log. Issued tokens stay
 // valid and the configured latency is kept.
 func (e *Emulator) Reset() {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -170,6 +171,9 @@ type throttler struct {
 	window  time.Duration
 	mu      sync.Mutex
 	buckets map[bucketKey]*limitBucket
+	// refused counts the requests answered 429 by the limits (never
+	// reset: Throttled).
+	refused atomic.Int64
 }
 
 func newThrottler(opts Options) *throttler {
@@ -384,6 +388,7 @@ func (e *Emulator) throttle(c *reqCtx, principal string) bool {
 			what, rt.sub, l, v.retryAfter)
 	}
 	ae.header = map[string]string{"Retry-After": strconv.Itoa(v.retryAfter)}
+	e.throttler.refused.Add(1)
 	writeARMError(c.w, ae)
 	return false
 }
@@ -412,6 +417,7 @@ func (e *Emulator) throttleBudget(c *reqCtx) bool {
 			"X-Ms-Ratelimit-Remaining-Subscription-Writes":        "0",
 			"X-Ms-Ratelimit-Remaining-Subscription-Global-Writes": "0",
 		}
+		e.throttler.refused.Add(1)
 		writeARMError(c.w, ae)
 		return false
 	}

@@ -103,6 +103,11 @@ func TestThrottleWritesAndRetryAfter(t *testing.T) {
 	fc.Step(time.Second)
 	h.mustDo(t, http.StatusOK, http.MethodPut, groupPath("rg"), `{"location":"eastus"}`)
 	h.mustDo(t, http.StatusOK, http.MethodGet, groupPath("rg"), "")
+	// Throttled counts the two 429s; refilling the buckets keeps the count.
+	h.emu.RefillLimits()
+	if n := h.emu.Throttled(); n != 2 {
+		t.Fatalf("Throttled() = %d, want 2", n)
+	}
 }
 
 // TestThrottleNetworkProvider: Microsoft.Network's own limit applies after
@@ -144,6 +149,9 @@ func TestThrottleModes(t *testing.T) {
 	}
 	for i := 0; i < 300; i++ {
 		budget.mustDo(t, http.StatusNotFound, http.MethodGet, groupPath("none"), "")
+	}
+	if n, m := off.emu.Throttled(), budget.emu.Throttled(); n != 0 || m != 1 {
+		t.Fatalf("Throttled(): %d without limits, %d under the budget; want 0 and 1", n, m)
 	}
 }
 

@@ -91,6 +91,7 @@ func newHarness(t testing.TB, ho harnessOptions) *harness {
 		t.Fatalf("devenv: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	testutil.NotThrottled(t, env.Emulator(), ho.emulator)
 	fc := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	source := fmt.Sprintf("localservice-test-%d", sourceSeq.Add(1))
 	clients, err := env.Clients(ctx, azure.ClientOptions{Clock: fc, Source: source, RetryDelay: time.Millisecond})

@@ -27,6 +27,7 @@ func TestEgressCurlThroughTheControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	testutil.NotThrottled(t, env.Emulator(), emulator.Options{})
 	if err := env.SeedServiceGateway(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/azlb/azlb/internal/devenv"
 	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/testutil"
 )
 
 // The default demo's nodes have no VM in the emulator: seeding reserves
@@ -31,6 +32,7 @@ func TestSeedReservesNodeAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	testutil.NotThrottled(t, env.Emulator(), emulator.Options{})
 
 	// seed starts the node agent: a stand-in that exits at once.
 	bin := filepath.Join(dir, "bin")

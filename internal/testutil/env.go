@@ -86,7 +86,28 @@ func StartEmulator(t testing.TB, eo emulator.Options, mutate func(*config.Config
 		t.Fatalf("devenv: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	NotThrottled(t, env.Emulator(), eo)
 	return env
+}
+
+// NotThrottled fails t when it ends if the emulator answered any request
+// 429 by its limits while eo left them at their default (Azure's): a test
+// either stays within Azure's limits or says which it runs under
+// (emulator.NoThrottle for unlimited calls, Throttle{Mode:
+// emulator.ThrottleAzure} or other limits when it means to be throttled).
+// A throttled test waits out Retry-After, which makes it slow and its
+// timing depend on the machine.
+func NotThrottled(t testing.TB, e interface{ Throttled() int64 }, eo emulator.Options) {
+	t.Helper()
+	if eo.Throttle != (emulator.Throttle{}) {
+		return // limits chosen
+	}
+	before := e.Throttled()
+	t.Cleanup(func() {
+		if n := e.Throttled() - before; n > 0 {
+			t.Errorf("the emulator answered %d requests 429 under its default limits (Azure's): stay within them, or set emulator.Options.Throttle (docs/emulator.md, Throttling)", n)
+		}
+	})
 }
 
 // Clients builds ARM clients for the emulator, closed when the test ends.

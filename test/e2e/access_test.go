@@ -32,6 +32,7 @@ func TestAccessControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	notThrottled(t, env)
 	names := []string{"acl-n1", "acl-n2"}
 	for i, name := range names {
 		createNode(t, name, testutil.Nth(nodes, i+1).String(), nil)

@@ -102,6 +102,7 @@ func TestNetworkResourcesInAnotherTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	notThrottled(t, env)
 	clients, err := env.Clients(ctx, azure.ClientOptions{Source: "e2e-hub"})
 	if err != nil {
 		t.Fatal(err)

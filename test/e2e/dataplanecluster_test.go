@@ -64,6 +64,7 @@ func startDataPlaneClusterWith(t *testing.T, prefix string, n int, o clusterOpti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
+	notThrottled(t, env)
 	c := &dataPlaneCluster{env: env, public: public, addrs: map[string]netip.Addr{}}
 	var agents []nodeagent.Node
 	for i := range n {

@@ -48,6 +48,7 @@ func TestDualStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	notThrottled(t, env)
 	nodeNames := []string{"ds-n1", "ds-n2"}
 	for i, name := range nodeNames {
 		createDualStackNode(t, name, testutil.Nth(nodes4, i+1), testutil.Nth(nodes6, i+1))

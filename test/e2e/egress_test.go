@@ -184,6 +184,7 @@ func TestEgressTrafficLeavesFromTheIdentityIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	notThrottled(t, env)
 	if err := env.SeedServiceGateway(ctx); err != nil {
 		t.Fatal(err)
 	}

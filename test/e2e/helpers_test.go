@@ -22,6 +22,7 @@ import (
 
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/testutil"
 )
 
@@ -290,4 +291,11 @@ func serviceEvent(ns, name, reason, text string) func(context.Context) (bool, er
 		}
 		return false, nil
 	}
+}
+
+// notThrottled fails t if env's emulator, started with its default limits
+// (Azure's), answers a request 429 while t runs (testutil.NotThrottled).
+func notThrottled(t *testing.T, env *devenv.Env) {
+	t.Helper()
+	testutil.NotThrottled(t, env.Emulator(), emulator.Options{})
 }

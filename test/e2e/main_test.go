@@ -14,6 +14,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/testutil"
 )
 
@@ -38,7 +40,24 @@ var suite struct {
 
 func TestMain(m *testing.M) {
 	suite.root = testutil.RepoRoot()
-	os.Exit(testutil.RunSuite(m, "e2e", "AZLB_E2E_KEEP", setup, func() { suite.ks.Close() }))
+	throttled := false
+	code := testutil.RunSuite(m, "e2e", "AZLB_E2E_KEEP", setup, func() {
+		// The suite's emulator throttles as Azure does (its default
+		// limits): the tests stay within them, or a test's wait on
+		// Retry-After would make the suite slow and its timing depend on
+		// the machine.
+		if suite.env != nil {
+			if n := suite.env.Emulator().Throttled(); n > 0 {
+				fmt.Fprintf(os.Stderr, "e2e: the suite's emulator answered %d requests 429 under Azure's limits (docs/emulator.md, Throttling); a test that means to be throttled starts an emulator of its own with its limits\n", n)
+				throttled = true
+			}
+		}
+		suite.ks.Close()
+	})
+	if throttled && code == 0 {
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // e2eVersion is the version the suite stamps into the controller.
@@ -56,7 +75,10 @@ func setup(work string) error {
 		return err
 	}
 	// The chart is rendered with its defaults.
-	ks, err := testutil.StartKubeSuite(context.Background(), testutil.KubeSuiteOptions{Work: work, Registry: "e2e.invalid"})
+	// The emulator's limits are Azure's (Throttle's zero value): the
+	// controller binary runs as it would against a subscription.
+	ks, err := testutil.StartKubeSuite(context.Background(), testutil.KubeSuiteOptions{Work: work, Registry: "e2e.invalid",
+		Emulator: emulator.Options{Throttle: emulator.Throttle{Mode: emulator.ThrottleAzure}}})
 	suite.ks = ks
 	suite.env, suite.kube, suite.cs, suite.chartArgs = ks.Env, ks.Kube, ks.Client, ks.ChartArgs
 	return err

@@ -58,6 +58,7 @@ func TestPrivateLinkService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
+	notThrottled(t, env)
 	c := &dataPlaneCluster{env: env, public: public, addrs: map[string]netip.Addr{}}
 	var agents []nodeagent.Node
 	for i := range 2 {

@@ -81,6 +81,7 @@ func podRollout(t *testing.T, readinessFirst bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() }) // after the controller stops
+	notThrottled(t, env)
 	if err := env.SeedServiceGateway(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ func TestTakeoverFromAzureCloudProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close() })
+	notThrottled(t, env)
 	nodes := map[string]string{"tko-n1": "10.240.100.4", "tko-n2": "10.240.100.5"}
 	for n, ip := range nodes {
 		createNode(t, n, ip, nil)
