@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,6 +25,12 @@ import (
 //   - IntervalInSeconds and NumberOfProbes: the per-port value, then the
 //     service-wide value, then 5 s and 2.
 //
+// An ExternalTrafficPolicy=Local Service probes spec.healthCheckNodePort
+// with one probe per frontend (HealthCheck), as the Azure cloud provider
+// does: a port without its own port_{port}_health-probe_port uses it, with
+// the service-wide settings only; its per-port protocol, request-path,
+// interval and num-of-probe are not applied (IgnoredLocalProbeKeys).
+//
 // Defaults: an ExternalTrafficPolicy=Cluster Service probes Tcp on the
 // port's NodePort. An ExternalTrafficPolicy=Local Service probes Http on
 // spec.healthCheckNodePort at /healthz (kube-proxy's health check, which
@@ -42,6 +49,11 @@ import (
 // no per-port overrides for ports that have none.
 func (s *ServiceSpec) ProbeFor(port v1.ServicePort) ProbeSpec {
 	o := s.Ports[port.Port]
+	if s.local && o.Probe.Port == nil {
+		// The Service's one probe of healthCheckNodePort: service-wide
+		// settings only (IgnoredLocalProbeKeys lists the per-port ones).
+		o.Probe = ProbeOverrides{}
+	}
 	out := ProbeSpec{
 		Protocol:          ProbeTCP,
 		Port:              port.NodePort,
@@ -54,6 +66,7 @@ func (s *ServiceSpec) ProbeFor(port v1.ServicePort) ProbeSpec {
 		out.Protocol = ProbeHTTP
 		out.Port = s.healthCheckNodePort
 		localDefaultPort = true
+		out.HealthCheck = o.Probe.Port == nil
 	} else {
 		if !probedByDefault(port.Protocol) && o.Probe.Protocol == "" && o.Probe.Port == nil {
 			out.Disabled = true
@@ -130,4 +143,35 @@ func (s *ServiceSpec) resolveProbePort(ref ProbePortRef) int32 {
 		}
 	}
 	return ref.Number
+}
+
+// IgnoredLocalProbeKeys lists, sorted, the per-port probe annotations of an
+// ExternalTrafficPolicy=Local Service that ProbeFor does not apply: the
+// protocol, request-path, interval and num-of-probe of ports that use the
+// Service's one healthCheckNodePort probe (no port_{port}_health-probe_port
+// of their own). nil for a Cluster Service.
+func (s *ServiceSpec) IgnoredLocalProbeKeys() []string {
+	if !s.local {
+		return nil
+	}
+	var out []string
+	for port, o := range s.Ports {
+		if o.Probe.Port != nil || o.NoProbeRule || o.NoLBRule {
+			continue
+		}
+		if o.Probe.Protocol != "" {
+			out = append(out, PortKey(port, PortSuffixProbeProtocol))
+		}
+		if o.Probe.RequestPath != "" {
+			out = append(out, PortKey(port, PortSuffixProbeRequestPath))
+		}
+		if o.Probe.IntervalInSeconds != nil {
+			out = append(out, PortKey(port, PortSuffixProbeInterval))
+		}
+		if o.Probe.NumberOfProbes != nil {
+			out = append(out, PortKey(port, PortSuffixProbeNumOfProbe))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -55,9 +55,9 @@ func TestProbeForProtocolsAndAppProtocol(t *testing.T) {
 			withPorts(newService(map[string]string{k(53, PortSuffixProbeProtocol): "Tcp", k(53, PortSuffixNoProbeRule): "true"}), udp), udp,
 			ProbeSpec{Protocol: ProbeTCP, Port: nodePortDNS, IntervalInSeconds: 5, NumberOfProbes: 2, Disabled: true}},
 		{"local UDP keeps the health-check probe", withPorts(localService(nil), udp), udp,
-			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2}},
+			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2, HealthCheck: true}},
 		{"local SCTP keeps the health-check probe", withPorts(localService(nil), sctp), sctp,
-			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2}},
+			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2, HealthCheck: true}},
 
 		{"appProtocol http: Http at /", withPorts(newService(nil), app(tcp, "http")), app(tcp, "http"),
 			ProbeSpec{Protocol: ProbeHTTP, Port: nodePortHTTP, RequestPath: "/", IntervalInSeconds: 5, NumberOfProbes: 2}},
@@ -76,7 +76,7 @@ func TestProbeForProtocolsAndAppProtocol(t *testing.T) {
 		{"appProtocol grpc: Tcp", withPorts(newService(nil), app(tcp, "grpc")), app(tcp, "grpc"),
 			ProbeSpec{Protocol: ProbeTCP, Port: nodePortHTTP, IntervalInSeconds: 5, NumberOfProbes: 2}},
 		{"appProtocol on a Local Service: the health-check probe stays", withPorts(localService(nil), app(tcp, "https")), app(tcp, "https"),
-			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2}},
+			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2, HealthCheck: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

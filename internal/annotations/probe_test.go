@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,7 +19,7 @@ func TestProbeFor(t *testing.T) {
 		{"cluster default: Tcp on the NodePort", newService(nil), p80,
 			ProbeSpec{Protocol: ProbeTCP, Port: nodePortHTTP, IntervalInSeconds: 5, NumberOfProbes: 2}},
 		{"local default: Http on healthCheckNodePort /healthz", localService(nil), p443,
-			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2}},
+			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/healthz", IntervalInSeconds: 5, NumberOfProbes: 2, HealthCheck: true}},
 		{"service-wide Http with path", newService(map[string]string{KeyProbeProtocol: "http", KeyProbeRequestPath: "/ready"}), p80,
 			ProbeSpec{Protocol: ProbeHTTP, Port: nodePortHTTP, RequestPath: "/ready", IntervalInSeconds: 5, NumberOfProbes: 2}},
 		{"service-wide Https defaults the path to /", newService(map[string]string{KeyProbeProtocol: "Https"}), p443,
@@ -40,9 +41,16 @@ func TestProbeFor(t *testing.T) {
 		{"local with probe port override: path defaults to /", localService(map[string]string{PortKey(80, PortSuffixProbePort): "8080"}), p80,
 			ProbeSpec{Protocol: ProbeHTTP, Port: 8080, RequestPath: "/", IntervalInSeconds: 5, NumberOfProbes: 2}},
 		{"local with service-wide path", localService(map[string]string{KeyProbeRequestPath: "/live"}), p80,
-			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/live", IntervalInSeconds: 5, NumberOfProbes: 2}},
+			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/live", IntervalInSeconds: 5, NumberOfProbes: 2, HealthCheck: true}},
 		{"local with Tcp override keeps healthCheckNodePort", localService(map[string]string{KeyProbeProtocol: "Tcp"}), p80,
-			ProbeSpec{Protocol: ProbeTCP, Port: healthCheckNP, IntervalInSeconds: 5, NumberOfProbes: 2}},
+			ProbeSpec{Protocol: ProbeTCP, Port: healthCheckNP, IntervalInSeconds: 5, NumberOfProbes: 2, HealthCheck: true}},
+		{"local: the health-check probe takes the service-wide settings, not the port's (issue 40 item 2)", localService(map[string]string{
+			KeyProbeInterval: "15", KeyProbeNumOfProbe: "5", KeyProbeRequestPath: "/", PortKey(80, PortSuffixProbeInterval): "10",
+			PortKey(80, PortSuffixProbeNumOfProbe): "3", PortKey(80, PortSuffixProbeProtocol): "Tcp", PortKey(80, PortSuffixProbeRequestPath): "/x"}), p80,
+			ProbeSpec{Protocol: ProbeHTTP, Port: healthCheckNP, RequestPath: "/", IntervalInSeconds: 15, NumberOfProbes: 5, HealthCheck: true}},
+		{"local with a probe port of its own keeps the port's settings", localService(map[string]string{
+			KeyProbeInterval: "15", PortKey(80, PortSuffixProbePort): "8080", PortKey(80, PortSuffixProbeInterval): "10"}), p80,
+			ProbeSpec{Protocol: ProbeHTTP, Port: 8080, RequestPath: "/", IntervalInSeconds: 10, NumberOfProbes: 2}},
 		{"interval and num: per-port over service-wide over default", newService(map[string]string{
 			KeyProbeInterval: "10", KeyProbeNumOfProbe: "3", PortKey(80, PortSuffixProbeInterval): "20"}), p80,
 			ProbeSpec{Protocol: ProbeTCP, Port: nodePortHTTP, IntervalInSeconds: 20, NumberOfProbes: 3}},
@@ -69,5 +77,27 @@ func TestProbeFor(t *testing.T) {
 				t.Errorf("ProbeFor = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The per-port probe settings a Local Service's health-check probe does not
+// apply are listed, for the Warning event (issue 40 item 2).
+func TestIgnoredLocalProbeKeys(t *testing.T) {
+	ann := map[string]string{KeyProbeInterval: "15", PortKey(80, PortSuffixProbeInterval): "10", PortKey(80, PortSuffixProbeNumOfProbe): "3",
+		PortKey(443, PortSuffixProbePort): "8080", PortKey(443, PortSuffixProbeInterval): "10"}
+	spec, err := Parse(localService(ann))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{PortKey(80, PortSuffixProbeInterval), PortKey(80, PortSuffixProbeNumOfProbe)}
+	if got := spec.IgnoredLocalProbeKeys(); !slices.Equal(got, want) {
+		t.Errorf("IgnoredLocalProbeKeys = %q, want %q", got, want)
+	}
+	cluster, err := Parse(newService(ann))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cluster.IgnoredLocalProbeKeys(); got != nil {
+		t.Errorf("a Cluster Service: %q, want none", got)
 	}
 }

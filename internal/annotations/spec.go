@@ -130,6 +130,10 @@ type ProbeSpec struct {
 	// of an ExternalTrafficPolicy=Cluster Service that asks for no probe
 	// explicitly (see ProbeFor): create no probe for the port.
 	Disabled bool
+	// HealthCheck: the probe is the ExternalTrafficPolicy=Local Service's
+	// one probe of spec.healthCheckNodePort, shared by the rules of a
+	// frontend (names.HealthCheckProbe), with service-wide settings.
+	HealthCheck bool
 }
 
 // Port returns the per-port annotations of a Service port (zero when none).

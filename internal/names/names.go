@@ -82,6 +82,14 @@ func Rule(svc *v1.Service, protocol v1.Protocol, port int32, family v1.IPFamily)
 	return FrontendBase(svc) + "-" + string(protocol) + "-" + strconv.Itoa(int(port)) + FamilySuffix(family)
 }
 
+// HealthCheckProbe names the one probe of an ExternalTrafficPolicy=Local
+// Service's frontend, on its spec.healthCheckNodePort:
+// <base>-TCP-<healthCheckNodePort>[-IPv6], the name the Azure cloud
+// provider gives it.
+func HealthCheckProbe(svc *v1.Service, family v1.IPFamily) string {
+	return Rule(svc, v1.ProtocolTCP, svc.Spec.HealthCheckNodePort, family)
+}
+
 // HARule names the single high-availability-ports rule of an internal
 // Service: <base>-HA[-IPv6].
 func HARule(svc *v1.Service, family v1.IPFamily) string {

@@ -236,6 +236,10 @@ func (in desiredInput) probeFor(port v1.ServicePort, name string, local bool) *a
 	if ps.Disabled || ps.Port == 0 {
 		return nil
 	}
+	if ps.HealthCheck && ps.Port == in.svc.Spec.HealthCheckNodePort {
+		// One probe for the frontend's rules (a Local Service).
+		name = names.HealthCheckProbe(in.svc, in.frontend.family)
+	}
 	props := &armnetwork.ProbePropertiesFormat{
 		Protocol:          to.Ptr(armnetwork.ProbeProtocol(ps.Protocol)),
 		Port:              to.Ptr(ps.Port),

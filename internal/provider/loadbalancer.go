@@ -183,6 +183,7 @@ func (p *Provider) delete(ctx context.Context, svc *v1.Service) error {
 	p.refusals.Forget(svc.UID)
 	p.familyTold.Forget(svc.UID)
 	p.tagsTold.Forget(svc.UID)
+	p.probesTold.Forget(svc.UID)
 	return nil
 }
 
@@ -209,6 +210,7 @@ func (p *Provider) serviceSpec(log klog.Logger, svc *v1.Service) (*annotations.S
 		func() { p.reportUnprobed(svc, unprobed) },
 		func() { p.checkAffinityTimeout(svc) },
 		func() { p.reportDroppedTags(svc, spec.DroppedPIPTags) },
+		func() { p.reportIgnoredProbeSettings(svc, spec.IgnoredLocalProbeKeys()) },
 	}
 	return spec, families, notes, nil
 }

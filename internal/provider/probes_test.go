@@ -71,7 +71,7 @@ func TestRuleProbesByProtocol(t *testing.T) {
 		mutate   func(*v1.Service)
 		shared   bool
 		tcp, udp string // probeString of each rule's probe
-		probes   int    // per-port probes the Service owns
+		probes   int    // probes the Service owns (not the shared one)
 	}{
 		{name: "Cluster: TCP probed on its NodePort, UDP not probed",
 			tcp: "Tcp:30080:", udp: "none", probes: 1},
@@ -79,10 +79,10 @@ func TestRuleProbesByProtocol(t *testing.T) {
 			tcp: "Http:10256:/healthz", udp: "Http:10256:/healthz", probes: 0},
 		{name: "Local: both use the health-check probe", mutate: func(s *v1.Service) {
 			s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
-		}, tcp: "Http:32000:/healthz", udp: "Http:32000:/healthz", probes: 2},
+		}, tcp: "Http:32000:/healthz", udp: "Http:32000:/healthz", probes: 1},
 		{name: "Local, shared probe mode: the health-check probe stays", shared: true, mutate: func(s *v1.Service) {
 			s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
-		}, tcp: "Http:32000:/healthz", udp: "Http:32000:/healthz", probes: 2},
+		}, tcp: "Http:32000:/healthz", udp: "Http:32000:/healthz", probes: 1},
 		{name: "Cluster: a service-wide probe protocol does not probe the UDP port",
 			ann: map[string]string{annotations.KeyProbeProtocol: "Http"},
 			tcp: "Http:30080:/", udp: "none", probes: 1},
@@ -105,7 +105,7 @@ func TestRuleProbesByProtocol(t *testing.T) {
 		{name: "appProtocol on a Local Service: the health-check probe stays", mutate: func(s *v1.Service) {
 			s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
 			s.Spec.Ports[0].AppProtocol = ptr.To("https")
-		}, tcp: "Http:32000:/healthz", udp: "Http:32000:/healthz", probes: 2},
+		}, tcp: "Http:32000:/healthz", udp: "Http:32000:/healthz", probes: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,5 +425,66 @@ func TestVerifyAgreesWithTheReconcile(t *testing.T) {
 				t.Fatalf("%d findings for the two Default rules of a ClientIP Service, want 2: %v", len(r.Findings), r.Findings)
 			}
 		})
+	}
+}
+
+// The Azure cloud provider's scenario: service-wide and per-port probe
+// settings, then externalTrafficPolicy Local. The Local Service's rules
+// (ports 80 and 81) use exactly one probe, on healthCheckNodePort, with the
+// service-wide settings; the per-port ones are named in a Warning event
+// once per generation (issue 40 item 2).
+func TestLocalServiceHasOneHealthCheckProbe(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	svc := testService("web", "17171717-0000-0000-0000-000000000040", map[string]string{
+		annotations.KeyProbeNumOfProbe: "5", annotations.PortKey(80, annotations.PortSuffixProbeNumOfProbe): "3",
+		annotations.KeyProbeInterval: "15", annotations.PortKey(80, annotations.PortSuffixProbeInterval): "10",
+		annotations.KeyProbeProtocol: "Http", annotations.KeyProbeRequestPath: "/",
+	}, 80, 81)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	probes := func() map[string]string {
+		out := map[string]string{}
+		for _, p := range h.lb(t, "kubernetes").Properties.Probes {
+			if names.Owns(names.FrontendBase(svc), *p.Name) {
+				out[*p.Name] = fmt.Sprintf("%s %d", probeString(p), *p.Properties.IntervalInSeconds) + fmt.Sprintf("x%d", *p.Properties.NumberOfProbes)
+			}
+		}
+		return out
+	}
+	if got := probes()[names.Rule(svc, v1.ProtocolTCP, 80, v1.IPv4Protocol)]; got != "Http:30080:/ 10x3" {
+		t.Fatalf("Cluster: port 80's probe %q, want its per-port settings; probes %v", got, probes())
+	}
+	drain(h.recorder)
+
+	svc = svc.DeepCopy()
+	svc.Generation++
+	testutil.Local(svc)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{names.HealthCheckProbe(svc, v1.IPv4Protocol): "Http:32000:/ 15x5"}
+	if got := probes(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Local: probes %v, want exactly %v", got, want)
+	}
+	for _, r := range h.lb(t, "kubernetes").Properties.LoadBalancingRules {
+		if names.Owns(names.FrontendBase(svc), *r.Name) && !strings.HasSuffix(*r.Properties.Probe.ID, "/probes/"+names.HealthCheckProbe(svc, v1.IPv4Protocol)) {
+			t.Errorf("rule %s uses probe %s", *r.Name, *r.Properties.Probe.ID)
+		}
+	}
+	ev := strings.Join(drain(h.recorder), "\n")
+	if strings.Count(ev, EventReasonProbeSettingsNotApplied) != 1 || !strings.Contains(ev, annotations.PortKey(80, annotations.PortSuffixProbeInterval)) ||
+		!strings.Contains(ev, annotations.PortKey(80, annotations.PortSuffixProbeNumOfProbe)) {
+		t.Errorf("events %q, want one %s naming port 80's settings", ev, EventReasonProbeSettingsNotApplied)
+	}
+	h.env.Emulator().ResetRequests()
+	_, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if w := h.writes(); err != nil || w != 0 {
+		t.Errorf("a reconcile with nothing to change: error %v, %d writes; want none", err, w)
+	}
+	if ev := strings.Join(drain(h.recorder), "\n"); strings.Contains(ev, EventReasonProbeSettingsNotApplied) {
+		t.Errorf("told again in the same generation: %q", ev)
 	}
 }

@@ -42,7 +42,10 @@ const (
 	// key=value pairs with a key are dropped, as the Azure cloud provider
 	// drops them.
 	EventReasonPublicIPTagsDropped = "PublicIPTagsDropped"
-	EventReasonPublicIPNotFound    = "PublicIPNotFound"
+	// EventReasonProbeSettingsNotApplied: per-port probe settings of a
+	// Local Service whose rules use its one health-check probe.
+	EventReasonProbeSettingsNotApplied = "ProbeSettingsNotApplied"
+	EventReasonPublicIPNotFound        = "PublicIPNotFound"
 	// EventReasonUnsupportedProtocol: a port's protocol is not one Azure
 	// Load Balancer rules carry (SCTP); the Service is refused.
 	EventReasonUnsupportedProtocol = "UnsupportedProtocol"
@@ -151,6 +154,9 @@ type Provider struct {
 	// tagsTold: which Services were told about azure-pip-tags items
 	// dropped.
 	tagsTold *annotations.Reported
+	// probesTold: which Services were told their per-port probe settings
+	// are not applied (a Local Service's health-check probe).
+	probesTold *annotations.Reported
 
 	tags config.ResourceTags // azure.json tags, tagsMap, systemTags
 	arm  armReader           // region zones and public IP prefixes
@@ -195,6 +201,7 @@ func New(opts Options) (*Provider, error) {
 		refusals:     annotations.NewReported(annotations.MaxReported),
 		familyTold:   annotations.NewReported(annotations.MaxReported),
 		tagsTold:     annotations.NewReported(annotations.MaxReported),
+		probesTold:   annotations.NewReported(annotations.MaxReported),
 		tags:         cfg.ResourceTags(),
 
 		namespaces:   opts.Namespaces,
@@ -292,6 +299,18 @@ func (p *Provider) reportDroppedTags(svc *v1.Service, dropped []string) {
 		return
 	}
 	p.warn(svc, EventReasonPublicIPTagsDropped, "%s: %s; the other tags are applied", annotations.KeyPIPTags, config.DroppedTags(dropped))
+}
+
+// reportIgnoredProbeSettings records a Warning event naming the per-port
+// probe annotations a Local Service's health-check probe does not apply,
+// once per generation of the Service and set of keys.
+func (p *Provider) reportIgnoredProbeSettings(svc *v1.Service, keys []string) {
+	if !p.probesTold.ShouldReport(svc, keys) {
+		return
+	}
+	p.warn(svc, EventReasonProbeSettingsNotApplied,
+		"externalTrafficPolicy Local: the rules use one probe of healthCheckNodePort %d with the service-wide probe settings; %s not applied (set the service-wide azure-load-balancer-health-probe-* annotations instead, or a port_{port}_health-probe_port of the port's own)",
+		svc.Spec.HealthCheckNodePort, strings.Join(keys, ", "))
 }
 
 // reportUnsupported records a Warning event naming the annotations azlb

@@ -146,7 +146,7 @@ func TestIPBasedFindings(t *testing.T) {
 		}, []string{"probe " + webBase + "-TCP-80, which no rule of the Service calls for", "probe " + strings.ToLower(webBase) + "-tcp-80, want "}},
 		{"Local Service probes healthCheckNodePort at /healthz", func(s *Snapshot) {
 			testutil.Local(s.Services[0])
-		}, []string{"port 30080, want 32000", "protocol Tcp, want Http", `requestPath "", want "/healthz"`}},
+		}, []string{"has no probe " + webBase + "-TCP-32000", "has probe " + webBase + "-TCP-80, which no rule", "probe " + strings.ToLower(webBase) + "-tcp-80, want " + strings.ToLower(webBase) + "-tcp-32000"}},
 		{"a per-port probe port over the Local default uses /", func(s *Snapshot) {
 			testutil.Local(s.Services[0])
 			s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/port_80_health-probe_port": "http"}
@@ -329,8 +329,7 @@ func TestMultipleLoadBalancers(t *testing.T) {
 		testutil.Local(s.Services[0])
 		lb := lbOf(s)
 		lb.LoadBalancingRules[0].Properties.BackendAddressPool.ID = ptr.To(lbID + "/backendAddressPools/default.web")
-		lb.Probes[0].Properties = &armnetwork.ProbePropertiesFormat{Protocol: ptr.To(armnetwork.ProbeProtocolHTTP), Port: ptr.To[int32](32000),
-			RequestPath: ptr.To("/healthz"), IntervalInSeconds: ptr.To[int32](5), NumberOfProbes: ptr.To[int32](2)}
+		healthCheckProbe(s)
 		lb.BackendAddressPools = append(lb.BackendAddressPools, &armnetwork.BackendAddressPool{Name: ptr.To("default.web"),
 			Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{
 				entry("n1", "10.0.0.1", "None")}}})

@@ -21,8 +21,7 @@ func localDrainFixture(eps map[string]string, entries ...*armnetwork.LoadBalance
 	testutil.Local(s.Services[0])
 	lb := lbOf(s)
 	lb.LoadBalancingRules[0].Properties.BackendAddressPool.ID = ptr.To(lbID + "/backendAddressPools/default.web")
-	lb.Probes[0].Properties = &armnetwork.ProbePropertiesFormat{Protocol: ptr.To(armnetwork.ProbeProtocolHTTP), Port: ptr.To[int32](32000),
-		RequestPath: ptr.To("/healthz"), IntervalInSeconds: ptr.To[int32](5), NumberOfProbes: ptr.To[int32](2)}
+	healthCheckProbe(s)
 	lb.BackendAddressPools = append(lb.BackendAddressPools, &armnetwork.BackendAddressPool{Name: ptr.To("default.web"),
 		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{LoadBalancerBackendAddresses: entries}})
 	slice := &discoveryv1.EndpointSlice{

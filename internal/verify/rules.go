@@ -100,12 +100,19 @@ func probePath(spec *annotations.ServiceSpec, ov annotations.PortOverrides, loca
 // too. Otherwise a UDP or SCTP port of a Cluster Service has no probe
 // unless its own port_{port}_health-probe_protocol or
 // port_{port}_health-probe_port asks for one. nil: no probe.
-func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port v1.ServicePort, rule string) *wantProbe {
+func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port v1.ServicePort, rule string, fam v1.IPFamily) *wantProbe {
 	ov := spec.Ports[port.Port]
 	if ov.NoProbeRule || ov.NoLBRule {
 		return nil
 	}
 	local := isLocal(svc)
+	// A Local Service's ports without a probe port of their own share one
+	// probe of healthCheckNodePort per frontend, with the service-wide
+	// settings only (load-balancers.md, Health probes).
+	healthCheck := local && ov.Probe.Port == nil
+	if healthCheck {
+		ov.Probe = annotations.ProbeOverrides{}
+	}
 	if strings.EqualFold(m.cfg.ClusterServiceLoadBalancerHealthProbeMode, "shared") && !local {
 		return &wantProbe{name: names.SharedProbe, protocol: "Http", port: m.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
 			path: m.cfg.ClusterServiceSharedLoadBalancerHealthProbePath, interval: defaultProbeInterval, num: defaultProbeCount}
@@ -131,12 +138,7 @@ func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port
 		p.protocol = string(spec.Probe.Protocol)
 	}
 	if ref := ov.Probe.Port; ref != nil {
-		p.port, localPort = ref.Number, false
-		for _, sp := range svc.Spec.Ports {
-			if (ref.Name != "" && sp.Name == ref.Name) || (ref.Name == "" && sp.Port == ref.Number) {
-				p.port = sp.NodePort
-			}
-		}
+		p.port, localPort = probePortOf(svc, *ref), false
 	}
 	if local && p.port == svc.Spec.HealthCheckNodePort && privatelink.ProxyProtocolRequested(svc.Annotations) {
 		// Proxy protocol: Azure's probes carry the PROXY header, which
@@ -149,22 +151,37 @@ func (m *nodeMode) probeFor(svc *v1.Service, spec *annotations.ServiceSpec, port
 	if !strings.EqualFold(p.protocol, "Tcp") {
 		p.path = probePath(spec, ov, localPort)
 	}
-	for _, v := range []*int32{ov.Probe.IntervalInSeconds, spec.Probe.IntervalInSeconds} {
-		if v != nil {
-			p.interval = *v
-			break
-		}
-	}
-	for _, v := range []*int32{ov.Probe.NumberOfProbes, spec.Probe.NumberOfProbes} {
-		if v != nil {
-			p.num = *v
-			break
-		}
-	}
+	p.interval = firstSet(ov.Probe.IntervalInSeconds, spec.Probe.IntervalInSeconds, p.interval)
+	p.num = firstSet(ov.Probe.NumberOfProbes, spec.Probe.NumberOfProbes, p.num)
 	if p.port == 0 {
 		return nil // no node port allocated yet: the rule waits for its probe
 	}
+	if healthCheck && p.port == svc.Spec.HealthCheckNodePort {
+		p.name = names.HealthCheckProbe(svc, fam)
+	}
 	return p
+}
+
+// probePortOf is the port a health-probe_port value probes: the NodePort of
+// the Service port it names (by name or number), else the number as is.
+func probePortOf(svc *v1.Service, ref annotations.ProbePortRef) int32 {
+	for _, sp := range svc.Spec.Ports {
+		if (ref.Name != "" && sp.Name == ref.Name) || (ref.Name == "" && sp.Port == ref.Number) {
+			return sp.NodePort
+		}
+	}
+	return ref.Number
+}
+
+// firstSet is the per-port value, else the service-wide one, else def.
+func firstSet(perPort, serviceWide *int32, def int32) int32 {
+	switch {
+	case perPort != nil:
+		return *perPort
+	case serviceWide != nil:
+		return *serviceWide
+	}
+	return def
 }
 
 // portFloatingIP is the documented floating IP of a Service port's rule
@@ -210,7 +227,7 @@ func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam
 		r := wantRule{name: name, protocol: "All", floating: spec.EnableFloatingIP, tcpReset: ptr.To(spec.EnableTCPReset), idle: idle,
 			frontend: fe, pool: pool, disableSNA: snat, distribution: distributionOf(svc)}
 		if len(svc.Spec.Ports) > 0 {
-			r.probe = addProbe(m.probeFor(svc, spec, svc.Spec.Ports[0], name))
+			r.probe = addProbe(m.probeFor(svc, spec, svc.Spec.Ports[0], name, fam))
 		}
 		return append(rules, r), probes
 	}
@@ -233,7 +250,7 @@ func (m *nodeMode) wantRules(svc *v1.Service, spec *annotations.ServiceSpec, fam
 			r.tcpReset, r.idle = ptr.To(spec.EnableTCPReset), idle
 		}
 		if !spec.Ports[port.Port].NoProbeRule {
-			r.probe = addProbe(m.probeFor(svc, spec, port, name))
+			r.probe = addProbe(m.probeFor(svc, spec, port, name, fam))
 		}
 		rules = append(rules, r)
 	}

@@ -27,6 +27,22 @@ func withUDP(s *Snapshot) {
 	})
 }
 
+// healthCheckProbe makes the fixture's probe a Local Service's one probe of
+// healthCheckNodePort 32000 (Http at /healthz), which every rule with a
+// probe uses.
+func healthCheckProbe(s *Snapshot) {
+	lb := lbOf(s)
+	name := webBase + "-TCP-32000"
+	lb.Probes[0].Name = ptr.To(name)
+	lb.Probes[0].Properties = &armnetwork.ProbePropertiesFormat{Protocol: ptr.To(armnetwork.ProbeProtocolHTTP), Port: ptr.To[int32](32000),
+		RequestPath: ptr.To("/healthz"), IntervalInSeconds: ptr.To[int32](5), NumberOfProbes: ptr.To[int32](2)}
+	for _, r := range lb.LoadBalancingRules {
+		if r.Properties.Probe != nil {
+			r.Properties.Probe.ID = ptr.To(lbID + "/probes/" + name)
+		}
+	}
+}
+
 // udpRule is the UDP rule withUDP adds.
 func udpRule(s *Snapshot) *armnetwork.LoadBalancingRulePropertiesFormat {
 	return lbOf(s).LoadBalancingRules[1].Properties
@@ -84,9 +100,16 @@ func TestRulesProbesAndDistribution(t *testing.T) {
 		{"Local: the UDP rule uses the health-check probe", func(s *Snapshot) {
 			withUDP(s)
 			testutil.Local(s.Services[0])
-			p := lbOf(s).Probes[0].Properties
-			p.Protocol, p.Port, p.RequestPath = ptr.To(armnetwork.ProbeProtocolHTTP), ptr.To[int32](32000), ptr.To("/healthz")
-		}, []string{"has no probe " + webBase + "-UDP-53", "rule " + webBase + "-UDP-53 on kubernetes: probe , want " + lower + "-udp-53"}},
+			healthCheckProbe(s)
+		}, []string{"rule " + webBase + "-UDP-53 on kubernetes: probe , want " + lower + "-tcp-32000"}},
+		{"Local: one health-check probe for every rule, with the service-wide settings (issue 40 item 2)", func(s *Snapshot) {
+			withUDP(s)
+			testutil.Local(s.Services[0])
+			healthCheckProbe(s)
+			udpRule(s).Probe = &armnetwork.SubResource{ID: lbOf(s).LoadBalancingRules[0].Properties.Probe.ID}
+			s.Services[0].Annotations = map[string]string{"service.beta.kubernetes.io/port_80_health-probe_interval": "10",
+				"service.beta.kubernetes.io/azure-load-balancer-health-probe-num-of-probe": "3"}
+		}, []string{"numberOfProbes 2, want 3"}},
 
 		{"sessionAffinity ClientIP wants SourceIP", func(s *Snapshot) {
 			s.Services[0].Spec.SessionAffinity = v1.ServiceAffinityClientIP
@@ -119,8 +142,7 @@ func TestRulesProbesAndDistribution(t *testing.T) {
 		{"appProtocol on a Local Service: the health-check probe", func(s *Snapshot) {
 			testutil.Local(s.Services[0])
 			s.Services[0].Spec.Ports[0].AppProtocol = ptr.To("https")
-			p := lbOf(s).Probes[0].Properties
-			p.Protocol, p.Port, p.RequestPath = ptr.To(armnetwork.ProbeProtocolHTTP), ptr.To[int32](32000), ptr.To("/healthz")
+			healthCheckProbe(s)
 		}, nil},
 	}
 	for _, tc := range tests {
