@@ -306,6 +306,11 @@ func (p *Provider) existingPublicIP(ctx context.Context, svc *v1.Service, spec *
 		if len(spec.PIPTags) > 0 || len(spec.PIPIPTags) > 0 {
 			logger(ctx).V(2).Info("Public IP is not azlb's: its tags are left as they are", "service", names.ServiceKey(svc), "publicIP", ptr.Deref(pip.Name, ""), "resourceGroup", rg)
 		}
+		if want, ok := withDNSLabel(spec, family, pip); ok && !migration.IsBasic(pip) {
+			// As the Azure cloud provider does, the label is set on the
+			// user's public IP too; nothing else of it is written.
+			return p.writePublicIP(ctx, svc, rg, want, "the DNS label")
+		}
 		return p.standardPublicIP(ctx, svc, rg, pip)
 	}
 	if migration.IsBasic(pip) {
@@ -339,16 +344,51 @@ func (p *Provider) ownedPublicIP(ctx context.Context, svc *v1.Service, spec *ann
 		wantTags[names.TagServiceName] = tagValue(pip.Tags, names.TagServiceName)
 	}
 	tags, changed := p.tags.Apply(pip.Tags, wantTags)
-	if !changed {
+	want, labelled := withDNSLabel(spec, family, pip)
+	if !changed && !labelled {
 		return publicIP{id: ptr.Deref(pip.ID, ""), address: pipAddress(pip)}, nil
 	}
-	want := *pip
 	want.Tags = tags
-	updated, err := p.publicIPs(ctx).CreateOrUpdate(ctx, rg, name, want, ptr.Deref(pip.Etag, ""))
-	if err != nil {
-		return publicIP{}, fmt.Errorf("update the tags of public IP %s/%s: %w", rg, name, err)
+	return p.writePublicIP(ctx, svc, rg, want, "the tags and DNS label")
+}
+
+// withDNSLabel is a copy of pip with the DNS label azure-dns-label-name asks
+// for (IPv4 frontends), and whether that changes it. A public IP keeps its
+// label when the annotation is unset.
+func withDNSLabel(spec *annotations.ServiceSpec, family v1.IPFamily, pip *armnetwork.PublicIPAddress) (armnetwork.PublicIPAddress, bool) {
+	want := *pip
+	if spec.DNSLabelName == "" || family != v1.IPv4Protocol {
+		return want, false
 	}
-	logger(ctx).Info("Updated the tags of public IP", "service", names.ServiceKey(svc), "publicIP", name, "resourceGroup", rg)
+	var have string
+	if pip.Properties != nil && pip.Properties.DNSSettings != nil {
+		have = ptr.Deref(pip.Properties.DNSSettings.DomainNameLabel, "")
+	}
+	if have == spec.DNSLabelName {
+		return want, false
+	}
+	props := armnetwork.PublicIPAddressPropertiesFormat{}
+	if pip.Properties != nil {
+		props = *pip.Properties
+	}
+	dns := armnetwork.PublicIPAddressDNSSettings{}
+	if props.DNSSettings != nil {
+		dns = *props.DNSSettings
+	}
+	dns.DomainNameLabel, dns.Fqdn = to.Ptr(spec.DNSLabelName), nil
+	props.DNSSettings = &dns
+	want.Properties = &props
+	return want, true
+}
+
+// writePublicIP writes an existing public IP (its etag as read).
+func (p *Provider) writePublicIP(ctx context.Context, svc *v1.Service, rg string, want armnetwork.PublicIPAddress, what string) (publicIP, error) {
+	name := ptr.Deref(want.Name, "")
+	updated, err := p.publicIPs(ctx).CreateOrUpdate(ctx, rg, name, want, ptr.Deref(want.Etag, ""))
+	if err != nil {
+		return publicIP{}, fmt.Errorf("update %s of public IP %s/%s: %w", what, rg, name, err)
+	}
+	logger(ctx).Info("Updated public IP", "service", names.ServiceKey(svc), "publicIP", name, "resourceGroup", rg, "what", what)
 	return publicIP{id: ptr.Deref(updated.ID, ""), address: pipAddress(updated)}, nil
 }
 

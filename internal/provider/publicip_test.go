@@ -523,3 +523,54 @@ func TestPrivateAddressOnPublicService(t *testing.T) {
 		}
 	}
 }
+
+// azure-dns-label-name on a user-assigned public IP (named by address) sets
+// its DNS label, before and after the label changes, and writes nothing
+// else of it; an owned public IP follows a label change too (issue 40
+// item 1).
+func TestDNSLabelOnUserPublicIP(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	user := putPublicIP(t, h, devenv.ResourceGroup, "my-ip", map[string]*string{"owner": to.Ptr("me")}, nil)
+	svc := testService("web", "e2000031-0000-0000-0000-000000000000", map[string]string{
+		annotations.KeyIPv4: pipAddress(user), annotations.KeyDNSLabelName: "mylabel"}, 80)
+	label := func(rg, name string) string {
+		pip := h.pip(t, rg, name)
+		if pip.Properties == nil || pip.Properties.DNSSettings == nil {
+			return ""
+		}
+		return ptr.Deref(pip.Properties.DNSSettings.DomainNameLabel, "")
+	}
+	for _, want := range []string{"mylabel", "otherlabel"} {
+		svc.Annotations[annotations.KeyDNSLabelName] = want
+		if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+			t.Fatal(err)
+		}
+		if got := label(devenv.ResourceGroup, "my-ip"); got != want {
+			t.Errorf("user's public IP has DNS label %q, want %q", got, want)
+		}
+	}
+	if tags := tagMap(h.pip(t, devenv.ResourceGroup, "my-ip").Tags); len(tags) != 1 || tags["owner"] != "me" {
+		t.Errorf("user's public IP retagged: %v", tags)
+	}
+	h.env.Emulator().ResetRequests()
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Errorf("%d writes with the label in place, want 0", w)
+	}
+
+	owned := testService("api", "e2000032-0000-0000-0000-000000000000", map[string]string{annotations.KeyDNSLabelName: "api-one"}, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", owned, nodes); err != nil {
+		t.Fatal(err)
+	}
+	owned.Annotations[annotations.KeyDNSLabelName] = "api-two"
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", owned, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := label(devenv.ResourceGroup, names.PublicIP("kubernetes", owned, v1.IPv4Protocol)); got != "api-two" {
+		t.Errorf("owned public IP has DNS label %q after the change, want api-two", got)
+	}
+}
