@@ -763,7 +763,10 @@ func (e *Controller) deleteEgressObjects(ctx context.Context, id string) error {
 	e.mu.Lock()
 	snap := *e.egressStateLocked(id)
 	e.mu.Unlock()
+	// A delete that fails may still have been applied: what is in Azure is
+	// unknown until it succeeds (a later provisioning writes it again).
 	if snap.nat != absent {
+		e.updateEgress(id, func(st *egressState) { st.nat = unknown })
 		if err := e.nats.Delete(ctx, e.rg, id); err != nil && azure.Classify(err) != azure.ClassStale && !isNotFound(err) {
 			return fmt.Errorf("delete the NAT gateway: %w", err)
 		}
@@ -774,6 +777,7 @@ func (e *Controller) deleteEgressObjects(ctx context.Context, id string) error {
 		if snap.pip[fam] == absent {
 			continue
 		}
+		e.updateEgress(id, func(st *egressState) { st.pip[fam] = unknown })
 		if err := e.pips.Delete(ctx, e.rg, egressPIPName(id, v6)); err != nil && azure.Classify(err) != azure.ClassStale && !isNotFound(err) {
 			return fmt.Errorf("delete egress public IP: %w", err)
 		}

@@ -121,3 +121,23 @@ func TestEgressUnregisterLostThenPodReturns(t *testing.T) {
 		}
 	})
 }
+
+// lossyPIP loses the delete of the identity's public IP.
+type lossyPIP struct {
+	azure.PublicIPClient
+	*lostWrite
+}
+
+func (l lossyPIP) Delete(ctx context.Context, rg, name string) error {
+	err := l.PublicIPClient.Delete(ctx, rg, name)
+	return l.lose(name == egressPIPName("team-a", false), err)
+}
+
+// The public IP's delete is applied but reported failed (the chaos egress
+// fault mix, seed 2: every NAT gateway PUT then named a public IP that was
+// gone, for good).
+func TestEgressPublicIPDeleteLostThenPodReturns(t *testing.T) {
+	podReturnsAfterLostWrite(t, func(h *harness, l *lostWrite) func(*Options) {
+		return func(o *Options) { o.PublicIPs = lossyPIP{PublicIPClient: h.clients.PublicIP, lostWrite: l} }
+	})
+}
