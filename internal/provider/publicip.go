@@ -58,16 +58,15 @@ func requestedAddressField(spec *annotations.ServiceSpec, family v1.IPFamily) st
 }
 
 // notPublic says why an address can be no public IP's ("" when it can): a
-// private (RFC 1918, RFC 4193), shared (RFC 6598), loopback, link-local,
-// multicast or unspecified address.
+// private (RFC 1918, RFC 4193), shared (RFC 6598), link-local, multicast
+// or unspecified address. Loopback is left to the lookup: the emulator's
+// public addresses are on 127.0.0.0/8, and Azure has no public IP there.
 func notPublic(a netip.Addr) string {
 	switch {
 	case a.IsPrivate():
 		return "a private address"
 	case sharedAddressSpace.Contains(a):
 		return "in the shared address space 100.64.0.0/10"
-	case a.IsLoopback():
-		return "a loopback address"
 	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
 		return "a link-local address"
 	case a.IsMulticast():
