@@ -233,8 +233,10 @@ func netlinkDo(typ uint16, flags uint16, body []byte, attrs ...[]byte) ([]syscal
 		return nil, err
 	}
 	var out []syscall.NetlinkMessage
-	buf := make([]byte, 1<<16)
 	for {
+		// A buffer per read: the messages kept point into it, and the
+		// next read (the acknowledgement) must not overwrite them.
+		buf := make([]byte, 1<<16)
 		n, _, err := syscall.Recvfrom(fd, buf, 0)
 		if err != nil {
 			return nil, err
