@@ -83,7 +83,7 @@ manifests: ## regenerate deploy/rbac.yaml from the chart
 	./hack/render-rbac.sh > deploy/rbac.yaml
 
 test-e2e: ## end-to-end: the real controller binary vs a real kube-apiserver + etcd + the emulator
-	./hack/build-tools.sh kube-apiserver etcd helm
+	./hack/build-tools.sh kube-apiserver kubectl etcd helm
 	./hack/ipv6-loopback.sh
 	AZLB_E2E_RACE=1 $(GO) test $(TEST_FLAGS) -v ./test/e2e/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
