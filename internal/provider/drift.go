@@ -66,8 +66,10 @@ func noteRepair(ctx context.Context, kind, format string, args ...any) {
 // BeginRepairPass starts a drift pass: it reads every load balancer of the
 // resource group afresh into the store's cache (one listing) and every
 // public IP (one listing, which the pass's repairs read instead of one GET
-// per public IP), and takes the destinations of gone frontends and node
-// ports out of the network security group. The returned context carries
+// per public IP), takes the destinations of gone frontends and node ports
+// out of the network security group, and brings the cluster pools of the
+// configured load balancers in line with the nodes (SyncClusterPools, from
+// that listing: no call when they are right). The returned context carries
 // the listing; pass it to RepairService. The repairs it made are returned.
 func (p *Provider) BeginRepairPass(ctx context.Context) (context.Context, []Repair, error) {
 	if err := p.ensureStarted(ctx); err != nil {
@@ -84,6 +86,16 @@ func (p *Provider) BeginRepairPass(ctx context.Context) (context.Context, []Repa
 	log := &repairLog{}
 	if err := p.collectSecurityRules(context.WithValue(ctx, repairLogKey{}, log), true); err != nil {
 		return ctx, nil, err
+	}
+	// The cluster pools, members and admin states, from the listing just
+	// read: a load balancer whose Services all use their own pools (Local
+	// Services in multiple-SLB mode) or are refused has no Service
+	// reconcile that would write them.
+	// A failure here is logged and leaves the Services' repairs to go on.
+	if p.nodes != nil {
+		if err := p.syncClusterPools(context.WithValue(ctx, repairLogKey{}, log), callerRepair); err != nil {
+			logger(ctx).Error(err, "Drift pass: the cluster pools were not all brought in line; the next pass tries again")
+		}
 	}
 	if p.sg != nil {
 		// The NSG copy the collection just read serves the pass's repairs

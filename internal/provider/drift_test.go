@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
 )
 
@@ -70,7 +71,7 @@ func TestDriftPassRepairsOutOfBandChanges(t *testing.T) {
 		reads++
 	}
 	if reads != 3 {
-		t.Errorf("a pass without drift made %d reads, want 3 (load balancers, public IPs, the NSG)", reads)
+		t.Errorf("a pass without drift made %d reads, want 2 (load balancers, public IPs; this harness has no security group)", reads)
 	}
 
 	// Out of band: a rule deleted, n1 Down in the pool, the NSG emptied.
@@ -128,5 +129,72 @@ func TestDriftPassLeavesServicesItDoesNotServe(t *testing.T) {
 	}
 	if lb := h.lb(t, "kubernetes"); lb != nil {
 		t.Fatal("the pass built a load balancer")
+	}
+}
+
+// A load balancer whose only Service is Local (multiple-SLB mode: it uses
+// its own pool) still holds the cluster pool, and no Service's reconcile
+// writes that pool: the pass itself brings the cluster pools in line, so an
+// admin state flipped there out of band is put back too. With nothing
+// drifted it costs no ARM call beyond the pass's three reads (chaos
+// TestFaultMix, seed 1: entry fm1-n14 of kubernetes/kubernetes stayed Down).
+func TestDriftPassRepairsClusterPoolNoServiceUses(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}}
+	})
+	idx := newSliceIndex()
+	h.p.slices = listerOf(idx)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4"), testNode("n2", "10.240.0.5")}
+	h.p.nodes = nodeLister(nodes...)
+	svc := localAPIService()
+	svc.Finalizers = []string{serviceCleanupFinalizer}
+	h.p.SetServiceLister(serviceLister(svc))
+	setServingSlice(t, idx, "default", "api", []string{"n1", "n2"})
+	// First Cluster (the cluster pool is filled), then Local: the cluster
+	// pool stays, and only the pass looks after it.
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := entryStates(findPool(h.lb(t, "kubernetes"), "kubernetes")); got != "n1/None,n2/None" {
+		t.Fatalf("cluster pool = %s, want n1/None,n2/None", got)
+	}
+
+	h.env.Emulator().ResetRequests()
+	if rs := repairPass(t, h.p, []*v1.Service{svc}, nodes); len(rs) != 0 {
+		t.Fatalf("a pass without drift repaired %v", rs)
+	}
+	reads := 0
+	for _, r := range h.env.Emulator().Requests() {
+		if r.Kind != "arm" {
+			continue
+		}
+		if r.Method != http.MethodGet {
+			t.Errorf("a pass without drift wrote: %s %s", r.Method, r.Path)
+		}
+		reads++
+	}
+	if reads != 2 {
+		t.Errorf("a pass without drift made %d reads, want 2 (load balancers, public IPs; this harness has no security group)", reads)
+	}
+
+	lb := h.lb(t, "kubernetes")
+	for _, e := range findPool(lb, "kubernetes").Properties.LoadBalancerBackendAddresses {
+		e.Properties.AdminState = ptr.To(armnetwork.LoadBalancerBackendAddressAdminStateDown)
+	}
+	if _, err := h.clients.LoadBalancer.CreateOrUpdate(ctx, devenv.ResourceGroup, "kubernetes", *lb, ptr.Deref(lb.Etag, "")); err != nil {
+		t.Fatal(err)
+	}
+	rs := repairPass(t, h.p, []*v1.Service{svc}, nodes)
+	if got := strings.Join(kinds(rs), ","); got != "backend_pool" {
+		t.Errorf("repairs %v, want the cluster pool's", rs)
+	}
+	if got := entryStates(findPool(h.lb(t, "kubernetes"), "kubernetes")); got != "n1/None,n2/None" {
+		t.Errorf("cluster pool after the pass = %s, want n1/None,n2/None", got)
 	}
 }

@@ -77,11 +77,17 @@ func (p *Provider) nodesForLB(lbName string, nodes []*v1.Node) []*v1.Node {
 // node-label controller (internal/nodelabels) calls this instead. Pools that
 // are already right cost no ARM call.
 func (p *Provider) SyncClusterPools(ctx context.Context) error {
-	if p.nodes == nil {
-		return errors.New("sync cluster pools: no node lister")
-	}
 	if err := p.ensureStarted(ctx); err != nil {
 		return err
+	}
+	return p.syncClusterPools(ctx, callerLabels)
+}
+
+// syncClusterPools is SyncClusterPools for a started provider; caller
+// labels its writes.
+func (p *Provider) syncClusterPools(ctx context.Context, caller string) error {
+	if p.nodes == nil {
+		return errors.New("sync cluster pools: no node lister")
 	}
 	nodes, err := p.nodes.List(labels.Everything())
 	if err != nil {
@@ -104,7 +110,7 @@ func (p *Provider) SyncClusterPools(ctx context.Context) error {
 			if len(families) == 0 {
 				continue // no such load balancer, or no cluster pool yet: its Services' reconcile fills it
 			}
-			if err := p.reconcilePools(ctx, callerLabels, lbName, nodes, families); err != nil {
+			if err := p.reconcilePools(ctx, caller, lbName, nodes, families); err != nil {
 				errs = append(errs, err)
 			}
 		}
