@@ -2,11 +2,9 @@ package provider
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -58,7 +56,7 @@ func TestSharedFrontendPrivateLinkOwnerDeletedFirst(t *testing.T) {
 	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", owner); err != nil {
 		t.Fatalf("delete the owner: %v", err)
 	}
-	if serviceFrontendByID(h.lb(t, "kubernetes-internal"), *fe.ID) == nil {
+	if findFrontend(h.lb(t, "kubernetes-internal"), *fe.Name) == nil {
 		t.Fatal("the shared frontend went with its owner while the other Service uses it")
 	}
 
@@ -66,24 +64,11 @@ func TestSharedFrontendPrivateLinkOwnerDeletedFirst(t *testing.T) {
 	if err := h.p.EnsureLoadBalancerDeleted(ctx, "kubernetes", other); err != nil {
 		t.Fatalf("delete the other Service: %v", err)
 	}
-	if lb := h.lb(t, "kubernetes-internal"); serviceFrontendByID(lb, *fe.ID) != nil {
+	if lb := h.lb(t, "kubernetes-internal"); findFrontend(lb, *fe.Name) != nil {
 		t.Error("the shared frontend is still there after both Services were deleted")
 	}
 	h.p.pls.Manager().Store().Invalidate(devenv.ResourceGroup)
 	if name := pls(); name != "" {
 		t.Errorf("Private Link Service %s is still there after both Services were deleted", name)
 	}
-}
-
-// serviceFrontendByID is the load balancer's frontend of that id, or nil.
-func serviceFrontendByID(lb *armnetwork.LoadBalancer, id string) *armnetwork.FrontendIPConfiguration {
-	if lb == nil || lb.Properties == nil {
-		return nil
-	}
-	for _, fe := range lb.Properties.FrontendIPConfigurations {
-		if strings.EqualFold(ptr.Deref(fe.ID, ""), id) {
-			return fe
-		}
-	}
-	return nil
 }
