@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,10 +27,11 @@ func FuzzParse(f *testing.F) {
 	f.Add("port_443_health-probe_num-of-probe", "24", "azure-load-balancer-tcp-idle-timeout", "100", "port_8080_no_probe_rule", "TRUE", false)
 	f.Add("azure-pip-name", strings.Repeat("x", 200), "example.com/x", "y", "port_", "", true)
 	f.Add("azure-pip-tags", "a=b,c= d,e =, =f", "azure-pip-tags", "team,x=1=2", "port_80_health-probe_interval", "10", true)
+	f.Add("azure-additional-public-ips", " 1.2.3.4, 2001:db8::1,,1.2.3.4", "azure-additional-public-ips", "fe80::1%eth0,::ffff:1.2.3.4", "azure-load-balancer-ipv4", "0.0.0.0", false)
 	// Every annotation azlb interprets, with a value of the wrong kind.
 	for _, k := range []string{KeyInternal, KeyInternalSubnet, KeyPIPName, KeyPIPNameIPv6, KeyIPv4, KeyIPv6, KeyLoadBalancerConfigurations,
 		KeyDNSLabelName, KeyTCPIdleTimeout, KeyDisableFloatingIP, KeyDisableTCPReset, KeyHAPorts, KeyProbeProtocol, KeyProbeRequestPath,
-		KeyProbeInterval, KeyProbeNumOfProbe} {
+		KeyProbeInterval, KeyProbeNumOfProbe, KeyAdditionalPublicIPs} {
 		f.Add(k, "\x00-1", k, "", "port_80_health-probe_interval", "-1", false)
 	}
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string, local bool) {
@@ -77,6 +79,10 @@ func FuzzParse(f *testing.F) {
 			if k == "" || k != strings.TrimSpace(k) || v != strings.TrimSpace(v) || strings.Contains(k+v, "=") || strings.Contains(k+v, ",") {
 				t.Fatalf("azure-pip-tags gave the tag %q=%q", k, v)
 			}
+		}
+		checkAdditionalIPs(t, spec.AdditionalPublicIPs)
+		if listed := ListedAdditionalIPs(svc); !slices.Equal(listed, spec.AdditionalPublicIPs) {
+			t.Fatalf("ListedAdditionalIPs %v, Parse %v", listed, spec.AdditionalPublicIPs)
 		}
 		for _, d := range spec.DroppedPIPTags {
 			if d == "" || d != strings.TrimSpace(d) {

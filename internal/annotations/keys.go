@@ -23,6 +23,7 @@ const (
 	KeyProbeRequestPath           = Prefix + "azure-load-balancer-health-probe-request-path"
 	KeyProbeInterval              = Prefix + "azure-load-balancer-health-probe-interval"
 	KeyProbeNumOfProbe            = Prefix + "azure-load-balancer-health-probe-num-of-probe"
+	KeyAdditionalPublicIPs        = Prefix + "azure-additional-public-ips"
 )
 
 // Public IP keys (publicip.go).

@@ -101,6 +101,11 @@ var serviceWide = map[string]func(p *parser, key, value string){
 		p.fail(err)
 		p.spec.HAPorts = b
 	},
+	strings.TrimPrefix(KeyAdditionalPublicIPs, Prefix): func(p *parser, key, value string) {
+		ips, err := parseAdditionalIPs(key, value)
+		p.fail(err)
+		p.spec.AdditionalPublicIPs = ips
+	},
 	strings.TrimPrefix(KeyProbeProtocol, Prefix): func(p *parser, key, value string) {
 		p.probeProtocol(&p.spec.Probe, key, value)
 	},

@@ -58,6 +58,11 @@ type ServiceSpec struct {
 	// PIPIPTags: azure-pip-ip-tags, the IP tags of a public IP azlb
 	// creates, in annotation order; nil when unset.
 	PIPIPTags []IPTag
+	// AdditionalPublicIPs: azure-additional-public-ips, addresses that are
+	// extra destinations of the Service's security rules (a cross-region
+	// load balancer's frontend in front of it), in annotation order,
+	// de-duplicated; nil when unset. Use AdditionalIPsOf for a family.
+	AdditionalPublicIPs []netip.Addr
 	// TCPIdleTimeoutMinutes: azure-load-balancer-tcp-idle-timeout; nil
 	// leaves Azure's default (4 minutes).
 	TCPIdleTimeoutMinutes *int32

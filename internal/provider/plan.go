@@ -413,7 +413,13 @@ func (p *Provider) narrowSecurityRules(ctx context.Context, svc *v1.Service, pre
 	internal := names.IsInternalLB(previous[0].lb)
 	floating := !strings.EqualFold(strings.TrimSpace(svc.Annotations[annotations.KeyDisableFloatingIP]), "true")
 	acc, aerr := accesscontrol.Parse(svc, internal, floating)
-	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, nil, p.knownNodeAddresses(nodes), released),
+	known := p.knownNodeAddresses(nodes)
+	// The extra addresses it had (azure-additional-public-ips) and still
+	// lists are narrowed like its frontend addresses, those it no longer
+	// lists leave: nothing is added.
+	keep, drop := p.refusedExtras(svc, known)
+	released = append(released, keep...)
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, nil, known, released), Drop: drop,
 		Narrow: func(fam securitygroup.Family, _ string, sources []string) bool {
 			return aerr == nil && !acc.Disabled && acc.Covers(ipFamilyOf(fam), sources)
 		}}
@@ -427,10 +433,12 @@ func (p *Provider) narrowSecurityRules(ctx context.Context, svc *v1.Service, pre
 		}
 	}
 	p.addCoTenantGrants(ctx, svc, &edit)
+	p.addExtraCoTenantGrants(svc, &edit, append(keep, drop...))
 	res, err := p.sg.Update(ctx, edit)
 	if err != nil {
 		return fmt.Errorf("narrow the security rules of the refused Service: %w", err)
 	}
+	p.extras.set(names.ServiceKey(svc), keep)
 	if res.Changed && res.Written {
 		rg, name := p.sg.Name()
 		noteRepair(ctx, RepairSecurityGroup, "network security group %s/%s (the rules of a refused Service, narrowed)", rg, name)

@@ -111,6 +111,9 @@ type Provider struct {
 	// frontend or node for (collectSecurityRules, with grace).
 	deadMu    sync.Mutex
 	deadDests map[string]bool
+	// extras: the azure-additional-public-ips each Service's rules hold
+	// (additionalips.go).
+	extras heldExtras
 
 	inventory *compute.Inventory
 	nicPools  *nicpool.Writer

@@ -198,7 +198,11 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 	if p.sg == nil {
 		return nil
 	}
-	return p.sg.Begin(ctx, p.securityEdit(ctx, svc, spec, acc, frontends, nodes, released))
+	edit := p.securityEdit(ctx, svc, spec, acc, frontends, nodes, released)
+	// Until the write is confirmed the Service may hold both its old and
+	// its new extra addresses.
+	p.extras.add(names.ServiceKey(svc), extraAddresses(spec))
+	return p.sg.Begin(ctx, edit)
 }
 
 // securityEdit is the Service's NSG change: what it may hold leaves every
@@ -209,9 +213,13 @@ func (p *Provider) beginSecurityRules(ctx context.Context, svc *v1.Service, spec
 func (p *Provider) securityEdit(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, acc *accesscontrol.Access,
 	frontends map[v1.IPFamily]string, nodes []*v1.Node, released []string) securitygroup.Edit {
 	nodeIPs := p.nodeAddrs.addresses(p.eligibleNodes(p.freshNodes(nodes)))
+	known := p.knownNodeAddresses(nodes)
+	// Its extra addresses (azure-additional-public-ips), those it had and
+	// those it lists, leave every rule like its frontend addresses.
+	extras := p.extrasToRelease(svc, spec, known)
 	// Its node ports leave every node, eligible or not: a node that
 	// became ineligible (excluded, deleted) may still be in a rule.
-	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, p.knownNodeAddresses(nodes), released),
+	edit := securitygroup.Edit{Service: names.ServiceKey(svc), Release: p.releaseOf(svc, frontends, known, append(slices.Clone(released), extras...)),
 		FromCopy: nsgCopyOf(ctx)}
 	if acc != nil && spec != nil {
 		// Destinations follow the Service's floating IP setting. The IPv6
@@ -229,11 +237,19 @@ func (p *Provider) securityEdit(ctx context.Context, svc *v1.Service, spec *anno
 				}
 			}
 		} else {
-			dsts = nodeIPs
+			for fam, ips := range nodeIPs {
+				dsts[fam] = slices.Clone(ips)
+			}
+		}
+		// Its extra addresses join the destinations of their family, on
+		// the same ports, from the same sources (and in its deny-all).
+		for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+			dsts[fam] = append(dsts[fam], spec.AdditionalIPsOf(fam)...)
 		}
 		edit.Allow, edit.Deny = acc.Grants(securityPorts(svc, spec), dsts)
 	}
 	p.addCoTenantGrants(ctx, svc, &edit)
+	p.addExtraCoTenantGrants(svc, &edit, extras)
 	return edit
 }
 
@@ -255,6 +271,17 @@ func (p *Provider) finishSecurityRules(ctx context.Context, svc *v1.Service, acc
 		}
 		return err
 	}
+	// Written: the Service holds the extra addresses it lists now (none
+	// once its rules are removed).
+	var held []string
+	if acc != nil {
+		if spec, err := annotations.Parse(svc); err == nil {
+			held = extraAddresses(spec)
+		} else {
+			held = p.extras.get(names.ServiceKey(svc))
+		}
+	}
+	p.extras.set(names.ServiceKey(svc), held)
 	if res.Changed && res.Written {
 		rg, name := p.sg.Name()
 		noteRepair(ctx, RepairSecurityGroup, "network security group %s/%s (the Service's rules)", rg, name)
@@ -341,6 +368,15 @@ func (p *Provider) collectSecurityRules(ctx context.Context, grace bool) error {
 	live, err := p.liveAddresses(ctx)
 	if err != nil {
 		return err
+	}
+	// The extra addresses Services list (azure-additional-public-ips)
+	// are no frontend of azlb's, yet not dead.
+	extras, err := p.listedExtras()
+	if err != nil {
+		return err
+	}
+	for a := range extras {
+		live[a] = true
 	}
 	p.deadMu.Lock()
 	prevDead := p.deadDests

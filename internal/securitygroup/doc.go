@@ -29,7 +29,8 @@
 //     rule named after its new content. Result.Repaired names them.
 //   - Check applies an edit to the last copy without writing (Azure's
 //     limits); Edit.Narrow keeps a refused Service's destinations only in
-//     the rules whose sources its settings still allow.
+//     the rules whose sources its settings still allow; Edit.Drop takes
+//     addresses out of every rule whatever Narrow says.
 //   - An Edit releases the Service's old destinations from every rule, then
 //     adds its allows and deny: rules hold (family, protocol, sources,
 //     ports) and the destinations that need them; a rule left without

@@ -32,6 +32,10 @@ type Edit struct {
 	// kept). A Service whose change is refused keeps what it had, but
 	// never more sources than its new settings allow.
 	Narrow func(family Family, protocol string, sources []string) bool
+	// Drop lists addresses that leave every rule, allow and deny, even
+	// when Narrow is set (extra addresses a refused Service no longer
+	// lists).
+	Drop []string
 	// FromCopy, when not 0, lets the edit's round start from the writer's
 	// last copy of the NSG instead of reading it, if that copy's
 	// generation is at least FromCopy (Store.CopyGeneration) and every
@@ -79,6 +83,7 @@ func (e *LimitError) Error() string {
 // apply changes the model by one edit.
 func (m *model) apply(e *Edit) {
 	rel := setOf(e.Release.Addresses)
+	drop := setOf(e.Drop)
 	nodes := setOf(e.Release.NodeAddresses)
 	nodePorts := map[string]set{}
 	for _, pp := range e.Release.NodePorts {
@@ -104,7 +109,7 @@ func (m *model) apply(e *Edit) {
 		}
 		onPorts = onPorts || deadPorts
 		for d := range r.dsts {
-			if dead(d) || leave && (rel[d] || onPorts && nodes[d]) {
+			if dead(d) || drop[d] || leave && (rel[d] || onPorts && nodes[d]) {
 				delete(r.dsts, d)
 			}
 		}
@@ -114,7 +119,7 @@ func (m *model) apply(e *Edit) {
 	}
 	for fam, s := range m.deny {
 		for d := range s {
-			if dead(d) || e.Narrow == nil && rel[d] {
+			if dead(d) || drop[d] || e.Narrow == nil && rel[d] {
 				delete(s, d)
 			}
 		}

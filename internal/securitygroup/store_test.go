@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -567,5 +568,24 @@ func TestNarrow(t *testing.T) {
 	// Narrowing again changes nothing.
 	if res, err := e.store.Update(ctx, narrow); err != nil || res.Changed || res.Written {
 		t.Fatalf("narrow again: %+v %v", res, err)
+	}
+	// Drop takes an address out of every rule, narrowed or not, the
+	// deny-all included.
+	both := restricted("203.0.113.20")
+	both.Deny = []securitygroup.Deny{{Family: securitygroup.IPv4, Destinations: []string{"203.0.113.20"}}}
+	if _, err := e.store.Update(ctx, both); err != nil {
+		t.Fatal(err)
+	}
+	narrow.Drop = []string{"203.0.113.20"}
+	if res, err := e.store.Update(ctx, narrow); err != nil || !res.Changed {
+		t.Fatalf("narrow with a drop: %+v %v", res, err)
+	}
+	for name, r := range e.rules(t) {
+		if slices.Contains(dests(r), "203.0.113.20") {
+			t.Errorf("rule %s kept the dropped address: %v", name, dests(r))
+		}
+	}
+	if r := e.rules(t)[securitygroup.AllowRuleName(securitygroup.IPv4, "Tcp", []string{"203.0.113.0/24"}, []string{"80"})]; r == nil || fmt.Sprint(dests(r)) != "[20.0.0.1]" {
+		t.Errorf("the accepted rule = %+v, want 20.0.0.1 kept", r)
 	}
 }

@@ -274,6 +274,11 @@ func (m *nodeMode) nsgClaim(svc *v1.Service, base string) {
 			}
 		}
 	}
+	// The extra addresses it lists validly, even in an annotation that is
+	// invalid otherwise, are its own too (security-groups.md, Destinations).
+	for _, a := range annotations.ListedAdditionalIPs(svc) {
+		m.nsg.feOwners[destKey(a.String())] = append(m.nsg.feOwners[destKey(a.String())], ns)
+	}
 	m.nsg.npOwners["*"] = append(m.nsg.npOwners["*"], ns)
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort != 0 {
@@ -325,13 +330,28 @@ func (m *nodeMode) nsgExpect(svc *v1.Service, spec *annotations.ServiceSpec, acc
 			addPort(proto, fmt.Sprint(p.NodePort))
 		}
 	}
-	for _, fam := range families(svc) {
+	// Its extra addresses (azure-additional-public-ips) are destinations
+	// of their family next to the others (security-groups.md,
+	// Destinations), of a family the Service has or not.
+	fams := families(svc)
+	for _, a := range spec.AdditionalPublicIPs {
+		m.nsg.feOwners[destKey(a.String())] = append(m.nsg.feOwners[destKey(a.String())], ns)
+		if fam := famOfAddr(a); !slices.Contains(fams, fam) {
+			fams = append(fams, fam)
+		}
+	}
+	for _, fam := range fams {
 		if ns.floating {
 			if a := feAddrs[fam]; a != "" {
 				ns.dests[fam] = []string{destKey(a)}
 			}
 		} else if feAddrs[fam] != "" {
 			ns.dests[fam] = m.poolNodeIPs(svc, lb, fam)
+		}
+		for _, a := range spec.AdditionalIPsOf(fam) {
+			if !slices.Contains(ns.dests[fam], destKey(a)) {
+				ns.dests[fam] = append(ns.dests[fam], destKey(a))
+			}
 		}
 		for _, set := range acc.sourceSets(fam, spec.Internal) {
 			for proto, ports := range byProto {
@@ -672,7 +692,7 @@ func (c *nsgCheck) checkDeny(r *Report, rules []nsgRule, deny map[v1.IPFamily]ns
 		if !ns.judged {
 			continue
 		}
-		for _, fam := range families(ns.svc) {
+		for _, fam := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 			for _, d := range ns.dests[fam] {
 				switch {
 				case ns.denyWant && !held[fam][d]:
@@ -689,4 +709,12 @@ func (c *nsgCheck) checkDeny(r *Report, rules []nsgRule, deny map[v1.IPFamily]ns
 			}
 		}
 	}
+}
+
+// famOfAddr is the family of an address.
+func famOfAddr(a netip.Addr) v1.IPFamily {
+	if a.Is4() {
+		return v1.IPv4Protocol
+	}
+	return v1.IPv6Protocol
 }

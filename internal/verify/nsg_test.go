@@ -136,6 +136,7 @@ const (
 	keyDeny     = "service.beta.kubernetes.io/azure-deny-all-except-load-balancer-source-ranges"
 	keyTags     = "service.beta.kubernetes.io/azure-allowed-service-tags"
 	keyDisabled = "service.beta.kubernetes.io/azure-disable-load-balancer-nsg-rule"
+	keyExtra    = "service.beta.kubernetes.io/azure-additional-public-ips"
 )
 
 func TestNSGFixtureIsClean(t *testing.T) {
@@ -244,6 +245,27 @@ func TestNSGFindings(t *testing.T) {
 			setRules(s, allow(webInternet, 500, l("Internet"), l("20.0.0.1"), l("80")),
 				allow("k8s-azure-lb_allow_IPv4_mine", 200, l("*"), l("20.0.0.1"), l("443")),
 				allow("team-rule", 600, l("*"), l("20.0.0.1"), l("443")))
+		}, nil},
+
+		// Extra destinations (azure-additional-public-ips, issue 40 item 9).
+		{"additional public IPs next to the frontend, per family", func(s *Snapshot) {
+			annotate(s, keyExtra, " 203.0.113.20, 2001:db8::20,,")
+			setRules(s, allow(webInternet, 500, l("Internet"), l("20.0.0.1", "203.0.113.20"), l("80")),
+				allow(allowName("IPv6", "Tcp_Internet_80"), 501, l("Internet"), l("2001:db8::20"), l("80")))
+		}, nil},
+		{"an additional public IP missing", func(s *Snapshot) { annotate(s, keyExtra, "203.0.113.20") }, l(
+			svcWeb + "no azlb allow rule lets Internet reach 203.0.113.20 on Tcp port 80 (want it in rule " + webInternet + ")" + who)},
+		{"an additional public IP dropped but left in the rule", func(s *Snapshot) {
+			setRules(s, allow(webInternet, 500, l("Internet"), l("20.0.0.1", "203.0.113.20"), l("80")))
+		}, l(nsgObj + "rule " + webInternet + " holds destination 203.0.113.20, which is the address of no LoadBalancer Service's frontend nor of a node: it should have left the rule" + layout)},
+		{"additional public IPs with deny-all: denied too", func(s *Snapshot) {
+			s.Services[0].Spec.LoadBalancerSourceRanges = l("10.0.0.0/24")
+			annotate(s, keyDeny, "true", keyExtra, "203.0.113.20")
+			setRules(s, allow(tcpRanges80, 500, l("10.0.0.0/24"), l("20.0.0.1", "203.0.113.20"), l("80")), denyAll("IPv4", 4095, "20.0.0.1"))
+		}, l(svcWeb + "rule k8s-azure-lb_deny-all_IPv4 does not hold its address 203.0.113.20, want it denied: " + keyDeny + " is true" + who)},
+		{"an invalid additional public IP: skipped, its rules left alone", func(s *Snapshot) {
+			annotate(s, keyExtra, "203.0.113.20,nope")
+			setRules(s, allow(webInternet, 500, l("Internet"), l("20.0.0.1", "203.0.113.20"), l("80")))
 		}, nil},
 
 		// Destinations with floating IP off.
