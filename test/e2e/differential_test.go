@@ -394,6 +394,16 @@ func (w *diffWorld) service(i int) *diffService {
 	}
 	w.addresses(d)
 	w.privateLink(d)
+	// Extra destinations of the security rules (azure-additional-public-ips):
+	// documentation addresses of both families, sometimes an invalid entry.
+	if w.pct(6) {
+		extra := []string{"203.0.113.7", "198.51.100.9, 2001:db8::7", "203.0.113.7,,203.0.113.8"}[w.rnd.IntN(3)]
+		if w.pct(30) {
+			extra += ",203.0.113.0/24"
+			d.mustRefuse = cmpOr(d.mustRefuse, "an additional public IP that is a range")
+		}
+		a[annotations.KeyAdditionalPublicIPs] = extra
+	}
 	return d
 }
 
