@@ -69,17 +69,6 @@ func (h *heldExtras) set(key string, addrs []string) {
 	h.m[key] = append([]string(nil), addrs...)
 }
 
-// all is every address some Service may hold.
-func (h *heldExtras) all() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, as := range h.m {
-		out = append(out, as...)
-	}
-	return out
-}
-
 // extraAddresses are the Service's azure-additional-public-ips (spec nil:
 // none).
 func extraAddresses(spec *annotations.ServiceSpec) []string {

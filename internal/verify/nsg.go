@@ -307,29 +307,7 @@ func (m *nodeMode) nsgExpect(svc *v1.Service, spec *annotations.ServiceSpec, acc
 			}
 		}
 	}
-	// Ports per protocol (as written in a rule).
-	byProto := map[string][]string{}
-	addPort := func(proto, port string) {
-		if !slices.Contains(byProto[proto], port) {
-			byProto[proto] = append(byProto[proto], port)
-		}
-		ns.ports[[2]string{strings.ToLower(proto), port}] = true
-		if !ns.floating {
-			m.nsg.npOwners[port] = append(m.nsg.npOwners[port], ns)
-		}
-	}
-	for _, p := range svc.Spec.Ports {
-		proto := ruleProtocol(p.Protocol)
-		switch {
-		case spec.HAPorts:
-			addPort(proto, "*")
-		case spec.Ports[p.Port].NoLBRule:
-		case ns.floating:
-			addPort(proto, fmt.Sprint(p.Port))
-		case p.NodePort != 0:
-			addPort(proto, fmt.Sprint(p.NodePort))
-		}
-	}
+	byProto := m.nsgPorts(ns, spec)
 	// Its extra addresses (azure-additional-public-ips) are destinations
 	// of their family next to the others (security-groups.md,
 	// Destinations), of a family the Service has or not.
@@ -372,6 +350,41 @@ func (m *nodeMode) nsgExpect(svc *v1.Service, spec *annotations.ServiceSpec, acc
 			}
 		}
 	}
+	ns.expectDeny(acc)
+}
+
+// nsgPorts are the Service's ports per protocol as written in a rule (its
+// ports, its node ports with floating IP off, * with HA ports), recorded
+// on ns and, with floating IP off, as node ports it owns.
+func (m *nodeMode) nsgPorts(ns *nsgService, spec *annotations.ServiceSpec) map[string][]string {
+	byProto := map[string][]string{}
+	addPort := func(proto, port string) {
+		if !slices.Contains(byProto[proto], port) {
+			byProto[proto] = append(byProto[proto], port)
+		}
+		ns.ports[[2]string{strings.ToLower(proto), port}] = true
+		if !ns.floating {
+			m.nsg.npOwners[port] = append(m.nsg.npOwners[port], ns)
+		}
+	}
+	for _, p := range ns.svc.Spec.Ports {
+		proto := ruleProtocol(p.Protocol)
+		switch {
+		case spec.HAPorts:
+			addPort(proto, "*")
+		case spec.Ports[p.Port].NoLBRule:
+		case ns.floating:
+			addPort(proto, fmt.Sprint(p.Port))
+		case p.NodePort != 0:
+			addPort(proto, fmt.Sprint(p.NodePort))
+		}
+	}
+	return byProto
+}
+
+// expectDeny records whether the Service's deny-all rule must be there
+// (and why) or must not.
+func (ns *nsgService) expectDeny(acc *access) {
 	switch {
 	case !ns.floating:
 		// Deny-all with floating IP off is refused (the Service is
