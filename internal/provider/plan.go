@@ -207,6 +207,9 @@ func (p *Provider) planFrontends(ctx context.Context, pl *servicePlan) error {
 			if err != nil {
 				return err
 			}
+			if err := p.planReplacement(ctx, pl, pip); err != nil {
+				return err
+			}
 			in.publicIPID, in.address = pip.id(p.cfg.SubscriptionID), pip.address()
 			pl.pips = append(pl.pips, pip)
 			pl.inputs = append(pl.inputs, in)
@@ -468,6 +471,10 @@ type publicIPPlan struct {
 	existing *armnetwork.PublicIPAddress
 	// prefix of the public IP to create (azure-pip-prefix-id(-ipv6)).
 	prefix *armnetwork.PublicIPPrefix
+	// replace is the setting (annotation=value) for which the existing
+	// public IP is replaced by a new one (planReplacement); keep says why an
+	// owned one that does not meet such a setting is kept.
+	replace, keep string
 }
 
 func (pp *publicIPPlan) id(subscription string) string {
@@ -494,7 +501,7 @@ func (p *Provider) apply(ctx context.Context, caller string, pl *servicePlan, no
 		note()
 	}
 	base := names.FrontendBase(svc)
-	ingress, keepPIPs, err := p.ensurePublicIPs(ctx, pl)
+	ingress, keepPIPs, err := p.ensurePublicIPs(ctx, caller, pl)
 	if err != nil {
 		return nil, err
 	}

@@ -16,9 +16,11 @@ import (
 
 	"github.com/azlb/azlb/internal/annotations"
 	"github.com/azlb/azlb/internal/azure"
+	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/metrics"
 	"github.com/azlb/azlb/internal/migration"
 	"github.com/azlb/azlb/internal/names"
+	"github.com/azlb/azlb/internal/privatelink"
 )
 
 // Public IPs are created outside the service-reconcile lock: each Service
@@ -93,7 +95,8 @@ const (
 	// version, no free address).
 	EventReasonPublicIPPrefixUnusable = "PublicIPPrefixUnusable"
 	// EventReasonPublicIPUnchangeable: the Service asks an existing public
-	// IP for something Azure sets only at creation (IP tags, prefix).
+	// IP for something Azure sets only at creation (IP tags, prefix), and
+	// the public IP is not one azlb replaces (planReplacement).
 	EventReasonPublicIPUnchangeable = "PublicIPSettingUnchangeable"
 )
 
@@ -172,18 +175,22 @@ func (p *Provider) resolvePublicIP(ctx context.Context, svc *v1.Service, spec *a
 }
 
 // ensurePublicIPs writes the plan's public IPs (creates those missing,
-// brings an owned one's tags in line, upgrades a Basic one) and fills in
+// brings an owned one's tags in line, upgrades a Basic one, replaces one
+// the plan says must be new) and fills in
 // the inputs' ids and addresses. It returns the ingress addresses and the
 // (lower-cased) ids of the public IPs the Service keeps.
-func (p *Provider) ensurePublicIPs(ctx context.Context, pl *servicePlan) (map[v1.IPFamily]string, map[string]bool, error) {
+func (p *Provider) ensurePublicIPs(ctx context.Context, caller string, pl *servicePlan) (map[v1.IPFamily]string, map[string]bool, error) {
 	ingress := map[v1.IPFamily]string{}
 	keep := map[string]bool{}
 	for i, pp := range pl.pips {
 		var pip publicIP
 		var err error
-		if pp.existing != nil {
-			pip, err = p.existingPublicIP(ctx, pl.svc, pl.spec, pp.family, pp.rg, pp.existing)
-		} else {
+		switch {
+		case pp.replace != "":
+			pip, err = p.replacePublicIP(ctx, caller, pl, pp)
+		case pp.existing != nil:
+			pip, err = p.existingPublicIP(ctx, pl.svc, pl.spec, pp, pp.existing)
+		default:
 			pip, err = p.createPublicIP(ctx, pl.svc, pl.spec, pp.family, pp.rg, pp.name, pp.prefix)
 		}
 		if err != nil {
@@ -300,7 +307,8 @@ func (p *Provider) publicIPTags(svc *v1.Service, spec *annotations.ServiceSpec) 
 // upgraded to Standard if Basic (standardPublicIP), and, when azlb owns it
 // for the Service, with its tags brought in line (ownedPublicIP). A
 // public IP azlb does not own is never written beyond the upgrade.
-func (p *Provider) existingPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg string, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+func (p *Provider) existingPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, pp *publicIPPlan, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+	family, rg := pp.family, pp.rg
 	if !p.ownsPublicIP(pip, svc) {
 		if len(spec.PIPTags) > 0 || len(spec.PIPIPTags) > 0 {
 			logger(ctx).V(2).Info("Public IP is not azlb's: its tags are left as they are", "service", names.ServiceKey(svc), "publicIP", ptr.Deref(pip.Name, ""), "resourceGroup", rg)
@@ -315,26 +323,30 @@ func (p *Provider) existingPublicIP(ctx context.Context, svc *v1.Service, spec *
 	if migration.IsBasic(pip) {
 		return p.standardPublicIP(ctx, svc, rg, pip)
 	}
-	return p.ownedPublicIP(ctx, svc, spec, family, rg, pip)
+	return p.ownedPublicIP(ctx, svc, spec, pp, pip)
 }
 
 // ownedPublicIP brings an owned public IP's tags in line (azure.json tags,
 // azure-pip-tags, azlb's own), with one write that changes nothing else.
-// What Azure sets only at creation is left as it is, with a Warning event
-// saying why: IP tags (azure-pip-ip-tags) and the prefix
-// (azure-pip-prefix-id(-ipv6)).
-func (p *Provider) ownedPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, rg string, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+// One the plan keeps although it does not meet a setting Azure sets only
+// at creation (IP tags, azure-pip-ip-tags; the prefix,
+// azure-pip-prefix-id(-ipv6)) is left as it is, with a Warning event
+// saying why it is not replaced (pp.keep, planReplacement).
+func (p *Provider) ownedPublicIP(ctx context.Context, svc *v1.Service, spec *annotations.ServiceSpec, pp *publicIPPlan, pip *armnetwork.PublicIPAddress) (publicIP, error) {
+	family, rg := pp.family, pp.rg
 	name := ptr.Deref(pip.Name, "")
 	// The drift pass, which runs every few minutes, does not repeat what
 	// the Service's own reconciles have said.
 	_, repairing := ctx.Value(repairLogKey{}).(*repairLog)
-	if spec.PIPIPTags != nil && !repairing && !sameIPTags(spec.PIPIPTags, pip) {
-		p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its IP tags %s: Azure sets IP tags only when a public IP is created (a new public IP, for example under another azure-pip-name, gets them)",
-			annotations.KeyPIPIPTags, svc.Annotations[annotations.KeyPIPIPTags], name, ipTagsString(pip))
-	}
-	if id := spec.PIPPrefixFor(family == v1.IPv6Protocol); id != "" && !repairing && !strings.EqualFold(id, pipPrefixID(pip)) {
-		p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its address %s: Azure allocates a public IP from a prefix only when it is created",
-			prefixKey(family), id, name, pipAddress(pip))
+	if pp.keep != "" && !repairing {
+		if spec.PIPIPTags != nil && !sameIPTags(spec.PIPIPTags, pip) {
+			p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its IP tags %s: Azure sets IP tags only when a public IP is created, and azlb does not replace this one: %s",
+				annotations.KeyPIPIPTags, svc.Annotations[annotations.KeyPIPIPTags], name, ipTagsString(pip), pp.keep)
+		}
+		if id := spec.PIPPrefixFor(family == v1.IPv6Protocol); id != "" && !strings.EqualFold(id, pipPrefixID(pip)) {
+			p.warn(svc, EventReasonPublicIPUnchangeable, "%s=%s: public IP %s keeps its address %s: Azure allocates a public IP from a prefix only when it is created, and azlb does not replace this one: %s",
+				prefixKey(family), id, name, pipAddress(pip), pp.keep)
+		}
 	}
 	wantTags := p.publicIPTags(svc, spec)
 	if len(pipServiceKeys(pip)) > 1 {
@@ -594,4 +606,198 @@ func ipFamilyOfPIP(pip *armnetwork.PublicIPAddress) v1.IPFamily {
 		return v1.IPv6Protocol
 	}
 	return v1.IPv4Protocol
+}
+
+// Replacing an owned public IP. What Azure sets only when a public IP is
+// created (the prefix it takes its address from, its IP tags) is met, on a
+// public IP azlb created for the Service alone, by a new public IP of the
+// same name, as the Azure cloud provider does: the plan reads and checks
+// the new prefix before anything is written, then the write
+//
+//  1. removes the Service's frontends that use the public IP, with their
+//     rules, from their load balancer (one write: Azure refuses to delete
+//     a public IP a frontend uses);
+//  2. deletes the public IP (its address leaves the security rules first);
+//  3. creates the public IP anew, from the new prefix, with the new IP tags;
+//  4. writes the frontends again (the Service's load balancer write).
+//
+// Each step is found again from what Azure holds: a reconcile that fails
+// after 1 finds the old public IP unused and goes on from 2; after 2 it
+// finds no public IP and creates it (the plain path). The Service is
+// reported served only once the frontend uses the new public IP.
+
+// EventReasonPublicIPReplaced: an owned public IP was deleted and created
+// anew, with another address, to meet a setting Azure sets only at
+// creation.
+const EventReasonPublicIPReplaced = "PublicIPReplaced"
+
+// replacementSetting is the annotation (key=value) an owned public IP of
+// the family does not meet and that only a new public IP can: the prefix
+// (azure-pip-prefix-id(-ipv6)) or the IP tags (azure-pip-ip-tags). "" when
+// it meets them.
+func replacementSetting(svc *v1.Service, spec *annotations.ServiceSpec, family v1.IPFamily, pip *armnetwork.PublicIPAddress) string {
+	if id := spec.PIPPrefixFor(family == v1.IPv6Protocol); id != "" && !strings.EqualFold(id, pipPrefixID(pip)) {
+		return prefixKey(family) + "=" + id
+	}
+	if spec.PIPIPTags != nil && !sameIPTags(spec.PIPIPTags, pip) {
+		return annotations.KeyPIPIPTags + "=" + svc.Annotations[annotations.KeyPIPIPTags]
+	}
+	return ""
+}
+
+// planReplacement decides whether the plan's existing public IP is
+// replaced (pp.replace), or kept with a Warning saying why (pp.keep): only
+// a Standard public IP azlb created for this Service alone, that the
+// Service does not name by its address, whose frontends are the Service's
+// own and serve no Private Link Service, is replaced. The new prefix is
+// read and checked here (usablePrefix): one the public IP cannot come from
+// refuses the Service before anything is written.
+func (p *Provider) planReplacement(ctx context.Context, pl *servicePlan, pp *publicIPPlan) error {
+	svc, spec, pip := pl.svc, pl.spec, pp.existing
+	if pip == nil || !p.ownsPublicIP(pip, svc) || migration.IsBasic(pip) {
+		return nil
+	}
+	setting := replacementSetting(svc, spec, pp.family, pip)
+	if setting == "" {
+		return nil
+	}
+	switch {
+	case requestedAddress(svc, spec, pp.family) != "" && requestedPIPName(spec, pp.family) == "":
+		pp.keep = "the Service asks for its address (" + requestedAddressField(spec, pp.family) + ")"
+		return nil
+	case len(pipServiceKeys(pip)) > 1:
+		pp.keep = "it is shared by the Services " + tagValue(pip.Tags, names.TagServiceName)
+		return nil
+	case strings.EqualFold(strings.TrimSpace(svc.Annotations[privatelink.KeyCreate]), "true"):
+		pp.keep = "its frontend serves the Service's Private Link Service, which would go with it"
+		return nil
+	}
+	base := names.FrontendBase(svc)
+	for _, f := range pl.previous {
+		if f.fe.Properties == nil || f.fe.Properties.PublicIPAddress == nil || !idEqual(ptr.Deref(f.fe.Properties.PublicIPAddress.ID, ""), ptr.Deref(pip.ID, "")) {
+			continue
+		}
+		lb, err := p.store.Get(ctx, f.lb)
+		if err != nil {
+			return err
+		}
+		if lb != nil && lb.Properties != nil && usedByOthers(lb, base, f.fe) {
+			pp.keep = "other Services use its frontend " + feNameOf(f.fe)
+			return nil
+		}
+	}
+	// A frontend of another Service using it (an address it shares).
+	if at, used, err := p.publicIPInUse(ctx, ptr.Deref(pip.ID, "")); err != nil {
+		return err
+	} else if used && !names.Owns(base, at[strings.LastIndex(at, "/")+1:]) {
+		pp.keep = "frontend " + at + " of another Service uses it"
+		return nil
+	}
+	// The new public IP comes from the prefix the Service names (the new
+	// one, or the one it keeps when its IP tags change).
+	if id := spec.PIPPrefixFor(pp.family == v1.IPv6Protocol); id != "" {
+		prefix, err := p.usablePrefix(ctx, svc, pp.family, id)
+		if err != nil {
+			return err
+		}
+		pp.prefix = prefix
+	}
+	pp.replace = setting
+	return nil
+}
+
+// replacePublicIP replaces the plan's existing public IP (see above) and
+// returns the new one.
+func (p *Provider) replacePublicIP(ctx context.Context, caller string, pl *servicePlan, pp *publicIPPlan) (publicIP, error) {
+	svc, old := pl.svc, pp.existing
+	oldID, oldAddr := ptr.Deref(old.ID, ""), pipAddress(old)
+	if err := p.detachPublicIP(ctx, caller, pl, oldID); err != nil {
+		return publicIP{}, err
+	}
+	// deleteIfOwned keeps a public IP a frontend still uses: the new one
+	// cannot take its name then.
+	if at, used, err := p.publicIPInUse(ctx, oldID); err != nil || used {
+		if used {
+			err = fmt.Errorf("service %s: public IP %s/%s is still used by frontend %s: not replaced", names.ServiceKey(svc), pp.rg, pp.name, at)
+		}
+		return publicIP{}, err
+	}
+	if err := p.deleteIfOwned(ctx, svc, pp.rg, pp.name); err != nil {
+		return publicIP{}, err
+	}
+	created, err := p.createPublicIP(ctx, svc, pl.spec, pp.family, pp.rg, pp.name, pp.prefix)
+	if err != nil {
+		return publicIP{}, err
+	}
+	change := "the address changes from " + oldAddr + " to " + created.address
+	if oldAddr == created.address {
+		change = "Azure gave the new public IP the same address " + oldAddr
+	}
+	p.recorder.Eventf(svc, v1.EventTypeNormal, EventReasonPublicIPReplaced,
+		"Public IP %s replaced by a new one for %s (Azure sets it only when a public IP is created): %s; the old public IP is released",
+		pp.name, pp.replace, change)
+	logger(ctx).Info("Replaced public IP", "service", names.ServiceKey(svc), "publicIP", pp.name, "resourceGroup", pp.rg,
+		"setting", pp.replace, "oldAddress", oldAddr, "address", created.address)
+	return created, nil
+}
+
+// detachPublicIP removes, with one write per load balancer, the Service's
+// frontends that use the public IP (as the plan found them) and the
+// Service's rules on them. Each load balancer is compared with what Azure
+// holds (Fresh): one where none is left is not written.
+func (p *Provider) detachPublicIP(ctx context.Context, caller string, pl *servicePlan, pipID string) error {
+	base := names.FrontendBase(pl.svc)
+	done := map[string]bool{}
+	for _, f := range pl.previous {
+		if done[strings.ToLower(f.lb)] || f.fe.Properties == nil || f.fe.Properties.PublicIPAddress == nil ||
+			!idEqual(ptr.Deref(f.fe.Properties.PublicIPAddress.ID, ""), pipID) {
+			continue
+		}
+		done[strings.ToLower(f.lb)] = true
+		if _, err := p.store.UpdateLB(ctx, caller, f.lb, lbstore.UpdateOptions{Fresh: true}, func(lb *armnetwork.LoadBalancer) (bool, error) {
+			return dropFrontendsOf(lb, base, pipID), nil
+		}); err != nil {
+			return fmt.Errorf("remove the frontend of public IP %s from load balancer %s: %w", pipID, f.lb, err)
+		}
+	}
+	return nil
+}
+
+// dropFrontendsOf removes from lb the frontends of base that use the public
+// IP, and base's rules on them; it reports whether anything went.
+func dropFrontendsOf(lb *armnetwork.LoadBalancer, base, pipID string) bool {
+	if lb.Properties == nil {
+		return false
+	}
+	var gone []*armnetwork.FrontendIPConfiguration
+	kept := lb.Properties.FrontendIPConfigurations[:0:0]
+	for _, fe := range lb.Properties.FrontendIPConfigurations {
+		if names.Owns(base, feNameOf(fe)) && fe.Properties != nil && fe.Properties.PublicIPAddress != nil && idEqual(ptr.Deref(fe.Properties.PublicIPAddress.ID, ""), pipID) {
+			gone = append(gone, fe)
+			continue
+		}
+		kept = append(kept, fe)
+	}
+	if len(gone) == 0 {
+		return false
+	}
+	lb.Properties.FrontendIPConfigurations = kept
+	rules := lb.Properties.LoadBalancingRules[:0:0]
+	for _, r := range lb.Properties.LoadBalancingRules {
+		if r.Properties != nil && names.Owns(base, ruleNameOf(r)) && slicesContainsFrontend(gone, ptrID(r.Properties.FrontendIPConfiguration)) {
+			continue
+		}
+		rules = append(rules, r)
+	}
+	lb.Properties.LoadBalancingRules = rules
+	return true
+}
+
+func slicesContainsFrontend(fes []*armnetwork.FrontendIPConfiguration, id string) bool {
+	for _, fe := range fes {
+		if frontendRef(id, fe) {
+			return true
+		}
+	}
+	return false
 }

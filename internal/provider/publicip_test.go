@@ -22,6 +22,7 @@ import (
 	"github.com/azlb/azlb/internal/azure"
 	"github.com/azlb/azlb/internal/config"
 	"github.com/azlb/azlb/internal/devenv"
+	"github.com/azlb/azlb/internal/emulator"
 	"github.com/azlb/azlb/internal/lbstore"
 	"github.com/azlb/azlb/internal/names"
 	"github.com/azlb/azlb/internal/testutil"
@@ -231,17 +232,18 @@ func TestPublicIPPrefixAndTags(t *testing.T) {
 		t.Errorf("after the tag change: tags %v, address %s, IP tags %s", tagMap(after.Tags), pipAddress(after), ipTagsString(after))
 	}
 
-	// IP tags are set at creation only: a change is an event, no write.
+	// IP tags are set at creation only: a change replaces the public IP
+	// (TestIPTagsChangeReplacesOwnedPublicIP), from the same prefix.
 	svc.Annotations[annotations.KeyPIPIPTags] = "RoutingPreference=Microsoft"
-	h.env.Emulator().ResetRequests()
-	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+	st, err = h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if w := h.writes(); w != 0 {
-		t.Errorf("IP tag change made %d writes, want 0", w)
+	if !block.Contains(netip.MustParseAddr(st.Ingress[0].IP)) {
+		t.Fatalf("address %s is not from prefix %s", st.Ingress[0].IP, block)
 	}
-	if ev := strings.Join(drain(h.recorder), "\n"); !strings.Contains(ev, EventReasonPublicIPUnchangeable) || !strings.Contains(ev, annotations.KeyPIPIPTags) {
-		t.Errorf("events %q, want %s naming %s", ev, EventReasonPublicIPUnchangeable, annotations.KeyPIPIPTags)
+	if ev := strings.Join(drain(h.recorder), "\n"); !strings.Contains(ev, EventReasonPublicIPReplaced) || !strings.Contains(ev, annotations.KeyPIPIPTags) {
+		t.Errorf("events %q, want %s naming %s", ev, EventReasonPublicIPReplaced, annotations.KeyPIPIPTags)
 	}
 
 	// The /31 has one address left, then none.
@@ -572,5 +574,247 @@ func TestDNSLabelOnUserPublicIP(t *testing.T) {
 	}
 	if got := label(devenv.ResourceGroup, names.PublicIP("kubernetes", owned, v1.IPv4Protocol)); got != "api-two" {
 		t.Errorf("owned public IP has DNS label %q after the change, want api-two", got)
+	}
+}
+
+// replaceFixture is a Service served from prefix "old-prefix", and a second
+// prefix "new-prefix" to move it to.
+type replaceFixture struct {
+	h         *harness
+	svc       *v1.Service
+	nodes     []*v1.Node
+	pipName   string
+	oldAddr   string
+	newPrefix *armnetwork.PublicIPPrefix
+	newBlock  netip.Prefix
+	oldPrefix *armnetwork.PublicIPPrefix
+	oldPIPID  string
+	oldIPTags string
+	oldGUID   string
+}
+
+func newReplaceFixture(t *testing.T) *replaceFixture {
+	t.Helper()
+	h := newHarness(t, nil)
+	f := &replaceFixture{h: h, nodes: []*v1.Node{testNode("n1", "10.240.0.4")}}
+	f.oldPrefix = putPrefix(t, h, "old-prefix", 30)
+	f.newPrefix = putPrefix(t, h, "new-prefix", 30)
+	f.newBlock = netip.MustParsePrefix(ptr.Deref(f.newPrefix.Properties.IPPrefix, ""))
+	f.svc = testService("moving", "e4000001-0000-0000-0000-000000000000", map[string]string{
+		annotations.KeyPIPPrefixID: ptr.Deref(f.oldPrefix.ID, ""),
+		annotations.KeyPIPIPTags:   "RoutingPreference=Internet",
+	}, 80)
+	st, err := h.p.EnsureLoadBalancer(context.Background(), "kubernetes", f.svc, f.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A neighbour on the same load balancer: the replacement removes the
+	// Service's frontend with a write of the load balancer, which stays.
+	neighbour := testService("neighbour", "e4000009-0000-0000-0000-000000000000", nil, 8080)
+	if _, err := h.p.EnsureLoadBalancer(context.Background(), "kubernetes", neighbour, f.nodes); err != nil {
+		t.Fatal(err)
+	}
+	f.oldAddr = st.Ingress[0].IP
+	f.pipName = names.PublicIP("kubernetes", f.svc, v1.IPv4Protocol)
+	pip := h.pip(t, devenv.ResourceGroup, f.pipName)
+	f.oldPIPID, f.oldIPTags, f.oldGUID = ptr.Deref(pip.ID, ""), ipTagsString(pip), ptr.Deref(pip.Properties.ResourceGUID, "")
+	drain(h.recorder)
+	return f
+}
+
+// served checks that the Service is served by its public IP, which has
+// the address want: the frontend uses it, the status says it, and no
+// other public IP of the resource group is the Service's (none leaked).
+func (f *replaceFixture) served(t *testing.T, st *v1.LoadBalancerStatus, want string) *armnetwork.PublicIPAddress {
+	t.Helper()
+	pip := f.h.pip(t, devenv.ResourceGroup, f.pipName)
+	if got := pipAddress(pip); got != want {
+		t.Fatalf("public IP %s has address %s, want %s", f.pipName, got, want)
+	}
+	if st == nil || len(st.Ingress) != 1 || st.Ingress[0].IP != want {
+		t.Fatalf("status %+v, want ingress %s", st, want)
+	}
+	fe := findFrontend(f.h.lb(t, "kubernetes"), names.Frontend(f.svc, v1.IPv4Protocol))
+	if fe == nil || !idEqual(ptr.Deref(fe.Properties.PublicIPAddress.ID, ""), ptr.Deref(pip.ID, "")) {
+		t.Fatalf("frontend %+v does not use public IP %s", fe, ptr.Deref(pip.ID, ""))
+	}
+	pips, err := f.h.clients.PublicIP.List(context.Background(), devenv.ResourceGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pips {
+		if p.Properties != nil && ptr.Deref(p.Properties.IPAddress, "") == f.oldAddr && f.oldAddr != want {
+			t.Fatalf("public IP %s still holds the old address %s", ptr.Deref(p.Name, ""), f.oldAddr)
+		}
+		if p.Tags != nil && tagValue(p.Tags, names.TagServiceName) == "default/moving" && ptr.Deref(p.Name, "") != f.pipName {
+			t.Fatalf("leaked public IP %s of the Service", ptr.Deref(p.Name, ""))
+		}
+	}
+	return pip
+}
+
+// A changed azure-pip-prefix-id on a Service whose public IP azlb created
+// for it alone replaces the public IP: a new address from the new prefix,
+// the old public IP gone, the frontend on the new one, a Normal event; the
+// next reconcile writes nothing (issue 40 item 4).
+func TestPrefixChangeReplacesOwnedPublicIP(t *testing.T) {
+	f := newReplaceFixture(t)
+	h, ctx := f.h, context.Background()
+	f.svc.Annotations[annotations.KeyPIPPrefixID] = ptr.Deref(f.newPrefix.ID, "")
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", f.svc, f.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAddr := st.Ingress[0].IP
+	if !f.newBlock.Contains(netip.MustParseAddr(newAddr)) {
+		t.Fatalf("address %s is not from the new prefix %s", newAddr, f.newBlock)
+	}
+	pip := f.served(t, st, newAddr)
+	if !strings.EqualFold(pipPrefixID(pip), ptr.Deref(f.newPrefix.ID, "")) || ipTagsString(pip) != f.oldIPTags {
+		t.Fatalf("new public IP: prefix %s, IP tags %s", pipPrefixID(pip), ipTagsString(pip))
+	}
+	ev := strings.Join(drain(h.recorder), "\n")
+	if !strings.Contains(ev, "Normal "+EventReasonPublicIPReplaced) || !strings.Contains(ev, f.oldAddr) || !strings.Contains(ev, newAddr) ||
+		!strings.Contains(ev, annotations.KeyPIPPrefixID) || strings.Contains(ev, "Warning") {
+		t.Fatalf("events %q, want one Normal %s from %s to %s naming %s", ev, EventReasonPublicIPReplaced, f.oldAddr, newAddr, annotations.KeyPIPPrefixID)
+	}
+	h.env.Emulator().ResetRequests()
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", f.svc, f.nodes); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Errorf("the reconcile after the replacement made %d writes, want 0", w)
+	}
+}
+
+// A changed azure-pip-ip-tags replaces the owned public IP the same way.
+func TestIPTagsChangeReplacesOwnedPublicIP(t *testing.T) {
+	f := newReplaceFixture(t)
+	h, ctx := f.h, context.Background()
+	f.svc.Annotations[annotations.KeyPIPIPTags] = "RoutingPreference=Microsoft"
+	st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", f.svc, f.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The /30 may give the new public IP the old address again.
+	pip := f.served(t, st, st.Ingress[0].IP)
+	if g := ptr.Deref(pip.Properties.ResourceGUID, ""); g == "" || g == f.oldGUID {
+		t.Fatalf("public IP %s was not created anew (resource GUID %q)", f.pipName, g)
+	}
+	if got := ipTagsString(pip); got != "RoutingPreference=Microsoft" || !strings.EqualFold(pipPrefixID(pip), ptr.Deref(f.oldPrefix.ID, "")) {
+		t.Fatalf("new public IP: IP tags %s, prefix %s", got, pipPrefixID(pip))
+	}
+	ev := strings.Join(drain(h.recorder), "\n")
+	if !strings.Contains(ev, EventReasonPublicIPReplaced) || !strings.Contains(ev, annotations.KeyPIPIPTags) || strings.Contains(ev, EventReasonPublicIPUnchangeable) {
+		t.Fatalf("events %q, want %s naming %s", ev, EventReasonPublicIPReplaced, annotations.KeyPIPIPTags)
+	}
+}
+
+// A new prefix the public IP cannot come from (missing) refuses the
+// change in the plan: nothing is written, the Service keeps its address.
+func TestUnusablePrefixChangeWritesNothing(t *testing.T) {
+	f := newReplaceFixture(t)
+	h, ctx := f.h, context.Background()
+	missing := strings.Replace(ptr.Deref(f.newPrefix.ID, ""), "new-prefix", "no-such-prefix", 1)
+	f.svc.Annotations[annotations.KeyPIPPrefixID] = missing
+	h.env.Emulator().ResetRequests()
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", f.svc, f.nodes); err == nil || !IsRefusal(err) {
+		t.Fatalf("err %v, want a refusal", err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Errorf("refused change made %d writes, want 0", w)
+	}
+	ev := strings.Join(drain(h.recorder), "\n")
+	if !strings.Contains(ev, EventReasonPublicIPPrefixUnusable) || !strings.Contains(ev, missing) || strings.Contains(ev, EventReasonPublicIPReplaced) {
+		t.Fatalf("events %q, want %s naming %s", ev, EventReasonPublicIPPrefixUnusable, missing)
+	}
+	f.served(t, &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: f.oldAddr}}}, f.oldAddr)
+	if pip := h.pip(t, devenv.ResourceGroup, f.pipName); ptr.Deref(pip.ID, "") != f.oldPIPID || !strings.EqualFold(pipPrefixID(pip), ptr.Deref(f.oldPrefix.ID, "")) {
+		t.Fatalf("public IP changed: %s from %s", ptr.Deref(pip.ID, ""), pipPrefixID(pip))
+	}
+}
+
+// A failure at any step of the replacement (removing the frontend,
+// deleting the old public IP, creating the new one) fails the reconcile,
+// and the next one converges: the new address, nothing leaked.
+func TestPublicIPReplacementResumes(t *testing.T) {
+	for _, step := range []struct{ name, method, path string }{
+		{"detach", http.MethodPut, `(?i)/loadBalancers/kubernetes$`},
+		{"delete", http.MethodDelete, `(?i)/publicIPAddresses/`},
+		{"create", http.MethodPut, `(?i)/publicIPAddresses/`},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			f := newReplaceFixture(t)
+			h, ctx := f.h, context.Background()
+			f.svc.Annotations[annotations.KeyPIPPrefixID] = ptr.Deref(f.newPrefix.ID, "")
+			if _, err := h.env.Emulator().AddFault(emulator.Fault{Method: step.method, PathRegex: step.path, Status: http.StatusBadRequest, Code: "InjectedFailure", Count: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", f.svc, f.nodes); err == nil {
+				t.Fatal("the reconcile with a failed step succeeded")
+			}
+			st, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", f.svc, f.nodes)
+			if err != nil {
+				t.Fatalf("the next reconcile: %v", err)
+			}
+			if !f.newBlock.Contains(netip.MustParseAddr(st.Ingress[0].IP)) {
+				t.Fatalf("address %s is not from the new prefix %s", st.Ingress[0].IP, f.newBlock)
+			}
+			f.served(t, st, st.Ingress[0].IP)
+		})
+	}
+}
+
+// A public IP the Service names by azure-pip-name that azlb did not create
+// is never replaced, nor one azlb created that several Services share: a
+// Warning says why, nothing of the public IP is written.
+func TestPublicIPNotReplaced(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	nodes := []*v1.Node{testNode("n1", "10.240.0.4")}
+	prefix := putPrefix(t, h, "p", 30)
+	putPublicIP(t, h, devenv.ResourceGroup, "users-ip", map[string]*string{"owner": ptr.To("me")}, nil)
+	svc := testService("byname", "e4000002-0000-0000-0000-000000000000", map[string]string{annotations.KeyPIPName: "users-ip"}, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	user := h.pip(t, devenv.ResourceGroup, "users-ip")
+	svc.Annotations[annotations.KeyPIPPrefixID] = ptr.Deref(prefix.ID, "")
+	h.env.Emulator().ResetRequests()
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Errorf("user's public IP: %d writes, want 0", w)
+	}
+	if got := h.pip(t, devenv.ResourceGroup, "users-ip"); pipAddress(got) != pipAddress(user) || ptr.Deref(got.Etag, "") != ptr.Deref(user.Etag, "") {
+		t.Errorf("the user's public IP changed")
+	}
+
+	shared := testService("shared", "e4000003-0000-0000-0000-000000000000", nil, 80)
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", shared, nodes); err != nil {
+		t.Fatal(err)
+	}
+	name := names.PublicIP("kubernetes", shared, v1.IPv4Protocol)
+	pip := h.pip(t, devenv.ResourceGroup, name)
+	pip.Tags[names.TagServiceName] = ptr.To("default/shared,default/other")
+	if _, err := h.clients.PublicIP.CreateOrUpdate(ctx, devenv.ResourceGroup, name, *pip, ""); err != nil {
+		t.Fatal(err)
+	}
+	drain(h.recorder)
+	shared.Annotations = map[string]string{annotations.KeyPIPPrefixID: ptr.Deref(prefix.ID, "")}
+	h.env.Emulator().ResetRequests()
+	if _, err := h.p.EnsureLoadBalancer(ctx, "kubernetes", shared, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); w != 0 {
+		t.Errorf("shared public IP: %d writes, want 0", w)
+	}
+	ev := strings.Join(drain(h.recorder), "\n")
+	if !strings.Contains(ev, EventReasonPublicIPUnchangeable) || !strings.Contains(ev, "shared by the Services") || strings.Contains(ev, EventReasonPublicIPReplaced) {
+		t.Errorf("events %q, want %s saying it is shared", ev, EventReasonPublicIPUnchangeable)
+	}
+	if got := h.pip(t, devenv.ResourceGroup, name); pipAddress(got) != pipAddress(pip) {
+		t.Errorf("shared public IP changed address")
 	}
 }

@@ -627,6 +627,7 @@ func (m *nodeMode) checkPublicIP(svc *v1.Service, spec *annotations.ServiceSpec,
 		if pip.SKU == nil || !strings.EqualFold(string(ptr.Deref(pip.SKU.Name, "")), "Standard") {
 			m.r.add(obj, "load-balancers.md#what-azlb-creates", "public IP %s is not of SKU Standard", name)
 		}
+		m.checkReplacement(svc, spec, fam, pip)
 		if pip.Properties != nil {
 			if a := ptr.Deref(pip.Properties.PublicIPAllocationMethod, ""); !strings.EqualFold(string(a), "Static") {
 				m.r.add(obj, "load-balancers.md#what-azlb-creates", "public IP %s is allocated %s, want Static", name, a)

@@ -156,6 +156,19 @@ func (m *nodeMode) refusedPublicIP(svc *v1.Service, spec *annotations.ServiceSpe
 		if name == "" {
 			name = names.PublicIP(m.cluster, svc, fam)
 		}
+		// A public IP to create, or to replace, from a prefix it cannot
+		// come from (pipreplace.go).
+		var named *armnetwork.PublicIPAddress
+		for _, p := range m.s.PublicIPs {
+			if strings.EqualFold(ptr.Deref(p.Name, ""), name) {
+				named = p
+			}
+		}
+		if named == nil || m.replaceable(svc, spec, fam, named) && replacementDue(spec, fam, named) != "" {
+			if why := m.prefixUnusable(spec, fam); why != "" {
+				return why
+			}
+		}
 		for _, p := range m.s.PublicIPs {
 			if strings.EqualFold(ptr.Deref(p.Name, ""), name) && p.Properties != nil &&
 				!strings.EqualFold(string(ptr.Deref(p.Properties.PublicIPAddressVersion, armnetwork.IPVersionIPv4)), ipVersion(fam)) {

@@ -54,6 +54,10 @@ type Snapshot struct {
 	// PrivateLinks are the Private Link Services of the resource groups
 	// the cluster's may be in (privatelink.go), in the node-pool modes.
 	PrivateLinks []*armnetwork.PrivateLinkService
+	// Prefixes are the public IP prefixes the Services name
+	// (azure-pip-prefix-id(-ipv6)), by lower-cased id (nil: it does not
+	// exist), in the node-pool modes; a prefix not read is not judged.
+	Prefixes map[string]*armnetwork.PublicIPPrefix
 	// Subnets are the NAT subnets of the Services that ask for a Private
 	// Link Service, by lower-cased id (nil: it does not exist), in the
 	// node-pool modes; a subnet not read is not judged.
@@ -134,6 +138,9 @@ func Collect(ctx context.Context, cfg *config.Config, clients *azure.Clients, ku
 	}
 	if !cfg.ServiceGatewayEnabled {
 		if s.PrivateLinks, err = collectPrivateLinks(ctx, cfg, clients, s.Services); err != nil {
+			return nil, err
+		}
+		if s.Prefixes, err = collectPrefixes(ctx, clients, s.Services); err != nil {
 			return nil, err
 		}
 		if s.Subnets, err = collectNATSubnets(ctx, cfg, clients, s.Services); err != nil {
