@@ -626,10 +626,13 @@ func ipFamilyOfPIP(pip *armnetwork.PublicIPAddress) v1.IPFamily {
 // finds no public IP and creates it (the plain path). The Service is
 // reported served only once the frontend uses the new public IP.
 
-// EventReasonPublicIPReplaced: an owned public IP was deleted and created
-// anew, with another address, to meet a setting Azure sets only at
-// creation.
-const EventReasonPublicIPReplaced = "PublicIPReplaced"
+// Event reason of a replaced public IP.
+const (
+	// EventReasonPublicIPReplaced: an owned public IP was deleted and
+	// created anew, with another address, to meet a setting Azure sets
+	// only at creation.
+	EventReasonPublicIPReplaced = "PublicIPReplaced"
+)
 
 // replacementSetting is the annotation (key=value) an owned public IP of
 // the family does not meet and that only a new public IP can: the prefix
